@@ -1,0 +1,21 @@
+//! envdoctor: a doctor for machine-learning training machines.
+//!
+//! The flow is `probes -> Snapshot -> rules -> Findings -> reporters`:
+//! - [`root`]: the probed machine (a filesystem prefix and an environment);
+//! - [`probe`]: probes that read the machine, each under a deadline, into a [`Snapshot`];
+//! - [`snapshot`]: the facts, one serde type with a versioned JSON schema;
+//! - [`cli`]: the command-line surface (`main.rs` only parses and exits).
+//!
+//! See `ARCHITECTURE.md` for the map of modules.
+
+pub mod cli;
+pub mod error;
+pub mod probe;
+pub mod report;
+pub mod root;
+pub mod snapshot;
+pub mod time;
+pub mod version;
+
+pub use error::Error;
+pub use snapshot::Snapshot;

@@ -1,0 +1,17 @@
+//! The `envdoctor` binary: parse arguments, call the library, exit with its code.
+
+use clap::Parser;
+
+fn main() {
+    let cli = envdoctor::cli::Cli::parse();
+    let code = match envdoctor::cli::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("envdoctor: error: {err}");
+            err.exit_code()
+        }
+    };
+    // `exit` rather than returning: a probe thread stuck in a blocking syscall must not keep the
+    // process alive.
+    std::process::exit(code);
+}

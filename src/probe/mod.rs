@@ -1,0 +1,298 @@
+//! Probes: each reads one part of the machine through a [`Root`] and an [`Env`] into the
+//! [`Snapshot`], under a deadline.
+//!
+//! This module owns the runner: probes run concurrently on their own threads, in stages (a
+//! stage-2 probe sees the facts stage 1 found: the library probe needs the interpreters). A probe
+//! that has not answered by its deadline, or that panics, becomes an entry in `probe_errors`; the
+//! others' facts are kept. A thread stuck in a blocking syscall (a dead network mount) is
+//! abandoned, not joined: the process exits without waiting for it.
+
+pub mod python;
+
+use crate::root::{Env, Root};
+use crate::snapshot::{ProbeError, Snapshot};
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// Default per-probe deadline.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(5);
+
+/// What to probe and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The machine's `/`.
+    pub root: Root,
+    /// Its environment.
+    pub env: Env,
+    /// The project directory (a machine path), when there is one.
+    pub project: Option<PathBuf>,
+    /// Checkpoints named on the command line (machine paths).
+    pub checkpoints: Vec<PathBuf>,
+    /// Per-probe deadline.
+    pub deadline: Duration,
+    /// Do not load libraries in child processes.
+    pub no_load: bool,
+    /// Load NVML from this host path instead of the default search.
+    pub nvml_lib: Option<PathBuf>,
+    /// Running processes to inspect.
+    pub pids: Vec<u32>,
+    /// Only run these probes (empty: all). Used by tests and benchmarks.
+    pub only: Vec<String>,
+}
+
+impl Options {
+    /// Options for probing `root` with `env`, everything else default.
+    pub fn new(root: Root, env: Env) -> Self {
+        Options {
+            root,
+            env,
+            project: None,
+            checkpoints: Vec::new(),
+            deadline: DEFAULT_DEADLINE,
+            no_load: false,
+            nvml_lib: None,
+            pids: Vec::new(),
+            only: Vec::new(),
+        }
+    }
+}
+
+/// What a probe gets: the options, the facts of earlier stages, and its deadline.
+pub struct Context {
+    /// The options.
+    pub opts: Arc<Options>,
+    /// Facts from earlier stages (empty for stage 1).
+    pub earlier: Arc<Snapshot>,
+    /// When this probe must be done (children it starts must be killed by then).
+    pub deadline: Instant,
+}
+
+impl Context {
+    /// The root.
+    pub fn root(&self) -> &Root {
+        &self.opts.root
+    }
+    /// The environment.
+    pub fn env(&self) -> &Env {
+        &self.opts.env
+    }
+    /// Time left before the deadline.
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+}
+
+/// A probe's result: a function that writes its facts (and its own errors) into the snapshot.
+pub type Apply = Box<dyn FnOnce(&mut Snapshot) + Send>;
+
+/// A registered probe.
+pub struct Probe {
+    /// Its name, as used in `probe_errors[].probe`.
+    pub name: &'static str,
+    /// 1 or 2: stage-2 probes see stage-1 facts.
+    pub stage: u8,
+    /// The probe.
+    pub run: fn(&Context) -> Apply,
+}
+
+/// Every probe envdoctor runs.
+pub fn registry() -> Vec<Probe> {
+    vec![Probe {
+        name: "python",
+        stage: 1,
+        run: python::probe,
+    }]
+}
+
+/// Run every probe (or those in `opts.only`) and assemble the snapshot.
+pub fn collect(opts: Options) -> Snapshot {
+    collect_with(registry(), opts)
+}
+
+/// Run the given probes (or those of them in `opts.only`) and assemble the snapshot.
+pub fn collect_with(probes: Vec<Probe>, opts: Options) -> Snapshot {
+    let opts = Arc::new(opts);
+    let mut snap = Snapshot::empty();
+    snap.collected_at = crate::time::now_rfc3339();
+    snap.root = opts.root.prefix().to_string_lossy().into_owned();
+    let probes: Vec<Probe> = probes
+        .into_iter()
+        .filter(|p| opts.only.is_empty() || opts.only.iter().any(|o| o == p.name))
+        .collect();
+    for stage in [1u8, 2] {
+        let batch: Vec<&Probe> = probes.iter().filter(|p| p.stage == stage).collect();
+        if batch.is_empty() {
+            continue;
+        }
+        let earlier = Arc::new(snap.clone());
+        run_stage(&batch, &opts, &earlier, &mut snap);
+    }
+    snap.normalize();
+    snap
+}
+
+fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, snap: &mut Snapshot) {
+    let (tx, rx) = mpsc::channel::<(usize, Result<Apply, String>)>();
+    let start = Instant::now();
+    let deadline = start + opts.deadline;
+    for (i, probe) in batch.iter().enumerate() {
+        let ctx = Context {
+            opts: Arc::clone(opts),
+            earlier: Arc::clone(earlier),
+            deadline,
+        };
+        let run = probe.run;
+        let tx = tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("probe-{}", probe.name))
+            .spawn(move || {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx)))
+                    .map_err(|payload| panic_message(&payload));
+                // The receiver may be gone when we answered too late; nothing to do then.
+                let _ = tx.send((i, result));
+            });
+        if let Err(e) = spawned {
+            snap.probe_errors.push(ProbeError::new(
+                probe.name,
+                format!("could not start the probe thread: {e}"),
+            ));
+        }
+    }
+    drop(tx);
+    let mut answered = vec![false; batch.len()];
+    // A little grace beyond the deadline so a probe that honours it can hand its result over.
+    let hard_deadline = deadline + Duration::from_millis(250);
+    while answered.iter().any(|a| !a) {
+        let left = hard_deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((i, Ok(apply))) => {
+                answered[i] = true;
+                let applied =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply(&mut *snap)));
+                if let Err(payload) = applied {
+                    snap.probe_errors.push(ProbeError::new(
+                        batch[i].name,
+                        format!(
+                            "the probe failed unexpectedly (a bug in envdoctor): {}",
+                            panic_message(&payload)
+                        ),
+                    ));
+                }
+            }
+            Ok((i, Err(msg))) => {
+                answered[i] = true;
+                snap.probe_errors.push(ProbeError::new(
+                    batch[i].name,
+                    format!("the probe failed unexpectedly (a bug in envdoctor): {msg}"),
+                ));
+            }
+            Err(_) => break,
+        }
+    }
+    for (i, done) in answered.iter().enumerate() {
+        if !done {
+            snap.probe_errors.push(ProbeError::new(
+                batch[i].name,
+                format!(
+                    "did not answer within the {:.1} s deadline (a blocking file or device?); \
+                     its facts are missing. Raise it with --deadline.",
+                    opts.deadline.as_secs_f64()
+                ),
+            ));
+        }
+    }
+}
+
+fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quick(_: &Context) -> Apply {
+        Box::new(|s: &mut Snapshot| {
+            s.env
+                .insert("QUICK".into(), "1".into())
+                .map(drop)
+                .unwrap_or(())
+        })
+    }
+    fn stuck(_: &Context) -> Apply {
+        // Stands for a read from a dead network mount: never answers.
+        std::thread::sleep(Duration::from_secs(3600));
+        Box::new(|_| ())
+    }
+    fn broken(ctx: &Context) -> Apply {
+        let v: Vec<u8> = Vec::new();
+        // An out-of-bounds index: a bug inside a probe must not take envdoctor down.
+        let i = v.len() + ctx.opts.pids.len() + 3;
+        let x = v[i];
+        Box::new(move |s: &mut Snapshot| s.root = x.to_string())
+    }
+    fn sees_stage_one(ctx: &Context) -> Apply {
+        let saw = ctx.earlier.env.contains_key("QUICK");
+        Box::new(move |s| {
+            s.env.insert("STAGE2_SAW_QUICK".into(), saw.to_string());
+        })
+    }
+
+    #[test]
+    fn a_stuck_probe_times_out_and_the_others_are_kept() {
+        let mut opts = Options::new(Root::host(), Env::default());
+        opts.deadline = Duration::from_millis(300);
+        let started = Instant::now();
+        let snap = collect_with(
+            vec![
+                Probe {
+                    name: "quick",
+                    stage: 1,
+                    run: quick,
+                },
+                Probe {
+                    name: "stuck",
+                    stage: 1,
+                    run: stuck,
+                },
+                Probe {
+                    name: "late",
+                    stage: 2,
+                    run: sees_stage_one,
+                },
+            ],
+            opts,
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(snap.env.get("QUICK").map(String::as_str), Some("1"));
+        assert_eq!(
+            snap.env.get("STAGE2_SAW_QUICK").map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(snap.probe_errors.len(), 1, "{:?}", snap.probe_errors);
+        assert_eq!(snap.probe_errors[0].probe, "stuck");
+        assert!(snap.probe_errors[0].message.contains("deadline"));
+    }
+
+    #[test]
+    fn a_panicking_probe_becomes_a_probe_error() {
+        let snap = collect_with(
+            vec![Probe {
+                name: "broken",
+                stage: 1,
+                run: broken,
+            }],
+            Options::new(Root::host(), Env::default()),
+        );
+        assert_eq!(snap.probe_errors.len(), 1);
+        assert_eq!(snap.probe_errors[0].probe, "broken");
+        assert!(snap.probe_errors[0].message.contains("index out of bounds"));
+    }
+}

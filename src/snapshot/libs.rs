@@ -1,0 +1,197 @@
+//! `frameworks[]`, `libraries[]` and `jobs[]`: what frameworks ask the dynamic loader for, and
+//! what it gives them. Filled by the native-library probe (`probe::libs`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What one installed ML framework expects from the native world, read statically.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Framework {
+    /// The interpreter (`pythons[].path`) it is installed in.
+    pub python: String,
+    /// `tensorflow`, `torch`, `jax`, `cupy`, `onnxruntime`, ...
+    pub name: String,
+    /// Its version (as installed).
+    pub version: String,
+    /// Its package directory.
+    pub location: String,
+    /// The CUDA version it was built for (`11.0`, `12.1`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_version: Option<String>,
+    /// The cuDNN version it was built for (`8`, `8.9`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cudnn_version: Option<String>,
+    /// Whether it is a CUDA build at all (`None` when unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_cuda_build: Option<bool>,
+    /// Compute capabilities it was compiled for (`sm_80`, `compute_90`, `8.0`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compute_capabilities: Vec<String>,
+    /// The sonames it will ask the loader for, and where each expectation was read.
+    #[serde(default)]
+    pub wants: Vec<Wanted>,
+    /// The native entry points resolution starts from (e.g. `torch/_C.cpython-311-x86_64-linux-gnu.so`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entry_points: Vec<String>,
+    /// nvidia-* requirements from its metadata (`nvidia-cudnn-cu12==9.1.0.70`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvidia_requirements: Vec<String>,
+}
+
+/// One soname a framework will ask for.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Wanted {
+    /// The exact name handed to dlopen / listed in DT_NEEDED (`libcusolver.so.10`).
+    pub soname: String,
+    /// Where that came from (`cuda_config.h TF_CUSOLVER_VERSION`, `DT_NEEDED of .../_C.so`).
+    pub evidence: String,
+}
+
+/// One wanted library, resolved for one requester the way `ld.so` would.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Library {
+    /// The soname asked for (`libcusolver.so.10`).
+    pub soname: String,
+    /// The CUDA-family name (`cusolver`, `cudnn`, `cudart`, ...), when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The interpreter whose world this resolution belongs to (`None`: machine-wide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// The object that asks (a framework entry point, or `dlopen` by a framework).
+    #[serde(default)]
+    pub requester: String,
+    /// Frameworks that want it (`tensorflow 2.4.0`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wanted_by: Vec<String>,
+    /// True when the loader finds a file.
+    pub resolves: bool,
+    /// The path the loader opens (as opened, not canonicalised).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// How it was found: `rpath`, `ld-library-path`, `runpath`, `ld-so-cache`, `default-dirs`,
+    /// `hwcaps`, `preloaded-by-framework`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_via: Option<String>,
+    /// The symlink chain from `path` to the real file, hop by hop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<LinkHop>,
+    /// The real file (all links followed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realpath: Option<String>,
+    /// ELF facts of the real file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elf: Option<ElfFacts>,
+    /// The version the requested file name claims (`10.1` in `libcupti.so.10.1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_version: Option<String>,
+    /// The version the real file's name says (`10.2` in `libcupti.so.10.2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_version: Option<String>,
+    /// True when a link's name claims another version than its target.
+    #[serde(default)]
+    pub version_mismatch: bool,
+    /// Every file of that name found anywhere it could come from; one `wins`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<Candidate>,
+    /// Result of loading it in a child process (absent with `--no-load`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadResult>,
+    /// Symbol versions its dependents need that the resolving libraries do not provide
+    /// (`GLIBCXX_3.4.30`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_symbol_versions: Vec<String>,
+}
+
+/// One symlink hop.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkHop {
+    /// The link.
+    pub link: String,
+    /// What it points at, as written.
+    pub target: String,
+}
+
+/// Facts from an ELF file's headers and dynamic section.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ElfFacts {
+    /// DT_SONAME.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soname: Option<String>,
+    /// `elf64` / `elf32`.
+    pub class: String,
+    /// `x86_64`, `aarch64`, ...
+    pub machine: String,
+    /// DT_NEEDED entries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needed: Vec<String>,
+    /// DT_RPATH entries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rpath: Vec<String>,
+    /// DT_RUNPATH entries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runpath: Vec<String>,
+}
+
+/// A file that could satisfy a soname.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Candidate {
+    /// Its path.
+    pub path: String,
+    /// Where it lives: `pip-nvidia`, `conda`, `cuda-toolkit`, `system`, `framework`, ...
+    pub origin: String,
+    /// True for the copy the loader picks.
+    pub wins: bool,
+    /// Its real version from the file name, when it tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_version: Option<String>,
+}
+
+/// What happened when the library was loaded in a child process.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadResult {
+    /// `loaded`, `error`, `signal`, `timeout`, `skipped`.
+    pub status: String,
+    /// The decoded version (`12.4`, `9.1.0`), when the library answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The raw number the version entry point returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_version: Option<i64>,
+    /// The dlerror text, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The signal that killed the child (`SIGSEGV`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+}
+
+/// A running process inspected with `--pid`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunningJob {
+    /// Its pid.
+    pub pid: u32,
+    /// `/proc/PID/exe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
+    /// CUDA-family libraries mapped into it (from `/proc/PID/maps`).
+    #[serde(default)]
+    pub loaded: Vec<String>,
+}
+
+impl Library {
+    /// Sort candidate lists by path.
+    pub fn normalize(&mut self) {
+        self.candidates.sort_by(|a, b| a.path.cmp(&b.path));
+        self.wanted_by.sort();
+        self.wanted_by.dedup();
+    }
+}

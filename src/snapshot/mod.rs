@@ -1,0 +1,268 @@
+//! The Snapshot: every fact envdoctor collects about a machine, as one serde type.
+//!
+//! The Snapshot is the contract between probes (which fill it), rules (which read it as JSON
+//! paths such as `pythons[].packages[].version`), `compare` (which diffs two of them) and users
+//! (who save and attach them). Each section lives in its own submodule.
+//!
+//! Conventions every section follows:
+//! - Field names are snake_case and stable; adding a field is compatible, renaming or removing
+//!   one bumps [`SCHEMA_VERSION`].
+//! - Facts that change from minute to minute (memory in use, processes, utilisation) live under
+//!   a field named `live` (or the top-level `collected_at`); `compare` ignores them unless `--all`.
+//! - Lists are sorted by a stable key before output ([`Snapshot::normalize`]), so the same machine
+//!   gives the same bytes.
+//! - Paths are machine paths (as the probed machine sees them), strings; a non-UTF-8 path is
+//!   written with lossy replacement and a probe error naming it.
+
+pub mod checkpoint;
+pub mod cuda;
+pub mod gpu;
+pub mod host;
+pub mod libs;
+pub mod python;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub use checkpoint::Checkpoint;
+pub use cuda::Cuda;
+pub use gpu::{Gpu, Nvml};
+pub use host::Host;
+pub use libs::{Framework, Library, RunningJob};
+pub use python::Python;
+
+/// The version of the snapshot format this envdoctor writes. Readers refuse newer ones.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Every fact about one machine at one time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    /// Format version of this document ([`SCHEMA_VERSION`] when written by this envdoctor).
+    pub schema_version: u32,
+    /// The envdoctor that wrote it.
+    pub envdoctor_version: String,
+    /// When the facts were collected (RFC 3339, UTC). Volatile: ignored by `compare`.
+    #[serde(default)]
+    pub collected_at: String,
+    /// The host prefix that played `/` (`/` for the real machine).
+    #[serde(default)]
+    pub root: String,
+    /// Operating system, kernel, CPU, memory, container.
+    #[serde(default)]
+    pub host: Host,
+    /// Allowlisted environment variables that matter to training (secret-looking values redacted).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Every Python interpreter a job here could plausibly use.
+    #[serde(default)]
+    pub pythons: Vec<Python>,
+    /// What each installed ML framework expects from the native world (CUDA, cuDNN, sonames).
+    #[serde(default)]
+    pub frameworks: Vec<Framework>,
+    /// Each wanted shared library, resolved as the dynamic loader would.
+    #[serde(default)]
+    pub libraries: Vec<Library>,
+    /// Running processes inspected with `--pid`: the libraries they really loaded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<RunningJob>,
+    /// CUDA toolkits, cuDNN, the NVIDIA driver and the loader cache.
+    #[serde(default)]
+    pub cuda: Cuda,
+    /// NVML itself: whether it loaded, driver and CUDA driver versions, CUDA_VISIBLE_DEVICES.
+    #[serde(default)]
+    pub nvml: Nvml,
+    /// The GPUs NVML reports.
+    #[serde(default)]
+    pub gpus: Vec<Gpu>,
+    /// Checkpoints found or named with `--checkpoint`.
+    #[serde(default)]
+    pub checkpoints: Vec<Checkpoint>,
+    /// Probes that failed, timed out, or met bad input; each names the file when there is one.
+    #[serde(default)]
+    pub probe_errors: Vec<ProbeError>,
+}
+
+/// A probe's own failure, recorded as a fact.
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeError {
+    /// The probe that met it (`python`, `libs`, `gpu`, ...).
+    pub probe: String,
+    /// The machine path concerned, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// What went wrong, for a person.
+    pub message: String,
+}
+
+impl ProbeError {
+    /// An error about a path.
+    pub fn at(probe: &str, path: impl AsRef<std::path::Path>, message: impl Into<String>) -> Self {
+        ProbeError {
+            probe: probe.to_string(),
+            path: Some(path.as_ref().to_string_lossy().into_owned()),
+            message: message.into(),
+        }
+    }
+
+    /// An error with no path.
+    pub fn new(probe: &str, message: impl Into<String>) -> Self {
+        ProbeError {
+            probe: probe.to_string(),
+            path: None,
+            message: message.into(),
+        }
+    }
+
+    /// From a [`crate::root::RootError`], which names its path.
+    pub fn from_root(probe: &str, err: &crate::root::RootError) -> Self {
+        ProbeError::at(probe, err.path(), err.to_string())
+    }
+}
+
+impl Snapshot {
+    /// An empty snapshot stamped with this envdoctor's version and schema.
+    pub fn empty() -> Self {
+        Snapshot {
+            schema_version: SCHEMA_VERSION,
+            envdoctor_version: env!("CARGO_PKG_VERSION").to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// Sort every list by its stable key so the same facts always serialise to the same bytes.
+    pub fn normalize(&mut self) {
+        for p in &mut self.pythons {
+            p.normalize();
+        }
+        self.pythons.sort_by(|a, b| a.path.cmp(&b.path));
+        self.frameworks.sort_by(|a, b| {
+            (&a.python, &a.name, &a.location).cmp(&(&b.python, &b.name, &b.location))
+        });
+        for l in &mut self.libraries {
+            l.normalize();
+        }
+        self.libraries.sort_by(|a, b| {
+            (&a.python, &a.soname, &a.requester).cmp(&(&b.python, &b.soname, &b.requester))
+        });
+        self.jobs.sort_by_key(|j| j.pid);
+        self.cuda.normalize();
+        self.gpus.sort_by_key(|g| g.index);
+        for g in &mut self.gpus {
+            g.normalize();
+        }
+        self.checkpoints.sort_by(|a, b| a.path.cmp(&b.path));
+        self.probe_errors.sort();
+        self.probe_errors.dedup();
+    }
+
+    /// Serialise as pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> String {
+        // Serialising plain data structs with string keys cannot fail.
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_else(|e| {
+            format!("{{\"error\": \"envdoctor could not serialise the snapshot: {e}\"}}")
+        });
+        s.push('\n');
+        s
+    }
+
+    /// Parse a snapshot, refusing ones written by a newer envdoctor. `what` names the source
+    /// (a file path) in messages.
+    pub fn from_json(text: &str, what: &str) -> Result<Snapshot, crate::Error> {
+        if text.trim().is_empty() {
+            return Err(crate::Error::input(
+                what,
+                "the file is empty, not a snapshot",
+            ));
+        }
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| crate::Error::input(what, format!("not valid JSON: {e}")))?;
+        let version = value
+            .get("schema_version")
+            .and_then(|v| v.as_u64())
+            .ok_or_else(|| {
+                crate::Error::input(
+                    what,
+                    "not an envdoctor snapshot (no numeric `schema_version` field)",
+                )
+            })?;
+        if version > u64::from(SCHEMA_VERSION) {
+            let writer = value
+                .get("envdoctor_version")
+                .and_then(|v| v.as_str())
+                .unwrap_or("unknown");
+            return Err(crate::Error::input(
+                what,
+                format!(
+                    "snapshot schema_version {version} (written by envdoctor {writer}) is newer than \
+                     this envdoctor {} understands (schema_version {SCHEMA_VERSION}); upgrade envdoctor",
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ));
+        }
+        if version == 0 {
+            return Err(crate::Error::input(
+                what,
+                "schema_version 0 is not a valid snapshot",
+            ));
+        }
+        serde_json::from_value(value)
+            .map_err(|e| crate::Error::input(what, format!("not a valid snapshot: {e}")))
+    }
+}
+
+/// The JSON Schema of [`Snapshot`], as checked in at `schema/snapshot.schema.json`.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Snapshot);
+    let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checked_in_schema_is_current() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/snapshot.schema.json");
+        let fresh = json_schema();
+        if std::env::var_os("ENVDOCTOR_UPDATE_SCHEMA").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &fresh).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == fresh,
+            "schema/snapshot.schema.json is stale: run `ENVDOCTOR_UPDATE_SCHEMA=1 cargo test checked_in_schema` and commit it"
+        );
+    }
+
+    #[test]
+    fn round_trips_and_refuses_newer_schemas() {
+        let mut s = Snapshot::empty();
+        s.probe_errors.push(ProbeError::new("gpu", "no NVML"));
+        let text = s.to_json();
+        assert_eq!(Snapshot::from_json(&text, "a.json").unwrap(), s);
+        let newer = text.replace("\"schema_version\": 1", "\"schema_version\": 99");
+        let err = Snapshot::from_json(&newer, "b.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("b.json") && err.contains("99"), "{err}");
+        let err = Snapshot::from_json("", "c.json").unwrap_err().to_string();
+        assert!(err.contains("c.json") && err.contains("empty"), "{err}");
+        let err = Snapshot::from_json("{\"a\": 1}", "d.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not an envdoctor snapshot"), "{err}");
+        let err = Snapshot::from_json("{\"schema_version\": 1, ", "e.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not valid JSON"), "{err}");
+    }
+}

@@ -1,0 +1,255 @@
+//! `pythons[]`: each interpreter, who named it, its import path and installed distributions.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One Python interpreter (deduplicated on its canonical path).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Python {
+    /// The interpreter as first named (e.g. `/home/u/proj/.venv/bin/python`): not canonicalised,
+    /// because a venv's `bin/python` is a link to its base and `pyvenv.cfg` sits beside the link.
+    pub path: String,
+    /// The file it resolves to (all links followed), or `None` when it does not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_path: Option<String>,
+    /// False when something names this interpreter but it is not there (a deleted venv).
+    pub exists: bool,
+    /// `3.11.7`, or `3.11` when only the layout tells the minor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// venv, conda, pyenv, system, ...
+    pub kind: PythonKind,
+    /// `sys.prefix` as Python would compute it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// For a venv: the base interpreter (`home` in `pyvenv.cfg` + executable name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_executable: Option<String>,
+    /// For a conda env: its name (`base` for the root env).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conda_env: Option<String>,
+    /// For a venv: `include-system-site-packages` from `pyvenv.cfg`.
+    #[serde(default)]
+    pub include_system_site_packages: bool,
+    /// Everything that named this interpreter, in discovery order.
+    pub sources: Vec<Source>,
+    /// The import path in the order Python builds it.
+    #[serde(default)]
+    pub sys_path: Vec<SysPathEntry>,
+    /// Installed distributions, one per (name, location), sorted by name.
+    #[serde(default)]
+    pub packages: Vec<Package>,
+    /// Distributions present in two or more places on the import path.
+    #[serde(default)]
+    pub shadowed: Vec<Shadowed>,
+}
+
+/// How an interpreter was installed.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum PythonKind {
+    /// A `python -m venv` / virtualenv environment (`pyvenv.cfg` beside `bin/`).
+    Venv,
+    /// A conda environment (`conda-meta/` in the prefix).
+    Conda,
+    /// An interpreter under `$PYENV_ROOT/versions`.
+    Pyenv,
+    /// The OS's interpreter (`/usr/bin`, `/usr/local/bin`).
+    System,
+    /// Exists but none of the above.
+    #[default]
+    Unknown,
+}
+
+/// Something that named an interpreter.
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// What kind of reference it was.
+    pub kind: SourceKind,
+    /// The reference itself: the PATH entry, the settings file, the kernelspec, the variable.
+    pub detail: String,
+}
+
+/// The kinds of reference that name an interpreter. `compare` matches interpreters by these.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceKind {
+    /// `python`, `python3` or `pythonX.Y` found on PATH (detail: the name and PATH position).
+    Path,
+    /// A pyenv shim on PATH, resolved statically (detail: how the version was chosen).
+    PyenvShim,
+    /// The interpreter in the shebang of `pip`/`pip3` on PATH.
+    PipShebang,
+    /// `$VIRTUAL_ENV`.
+    VirtualEnv,
+    /// `$CONDA_PREFIX`.
+    CondaPrefix,
+    /// A conda env listed in `~/.conda/environments.txt` or under `<conda>/envs/`.
+    CondaEnv,
+    /// An installed pyenv version under `$PYENV_ROOT/versions`.
+    PyenvVersion,
+    /// A common system location (`/usr/bin/python3*`, `/usr/local/bin/python3*`).
+    System,
+    /// The project's `.venv`, `venv` or `env` directory.
+    ProjectVenv,
+    /// A Poetry virtualenv for the project.
+    Poetry,
+    /// A Pipenv virtualenv for the project.
+    Pipenv,
+    /// The conda env named by the project's `environment.yml`.
+    CondaEnvironmentYml,
+    /// VS Code `python.defaultInterpreterPath` / `python.pythonPath`.
+    Vscode,
+    /// The PyCharm project SDK.
+    Pycharm,
+    /// A Jupyter kernelspec's `argv[0]`.
+    JupyterKernel,
+    /// Anything else.
+    #[default]
+    Other,
+}
+
+/// One entry of `sys.path`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SysPathEntry {
+    /// The directory (or zip file).
+    pub path: String,
+    /// Why it is on the path.
+    pub origin: SysPathOrigin,
+    /// Whether it exists.
+    pub exists: bool,
+}
+
+/// Why a directory is on `sys.path`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SysPathOrigin {
+    /// From `$PYTHONPATH`.
+    Pythonpath,
+    /// The standard library (`lib/pythonX.Y`, its zip, `lib-dynload`).
+    Stdlib,
+    /// The environment's own site-packages / dist-packages.
+    Site,
+    /// The base interpreter's site-packages, seen by a venv with `include-system-site-packages`.
+    SystemSite,
+    /// `~/.local/lib/pythonX.Y/site-packages`.
+    UserSite,
+    /// A line of a `.pth` file.
+    Pth,
+    /// Anything else.
+    #[default]
+    Other,
+}
+
+/// One installed distribution.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Package {
+    /// PEP 503 normalised name (`scikit-learn`).
+    pub name: String,
+    /// The version as written in the metadata (raw string, e.g. `2.11.0+cu130`).
+    pub version: String,
+    /// The local version label (`cu130`), kept apart because specifiers ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
+    /// False when the version is not valid PEP 440 (it is kept raw and compared as a string).
+    #[serde(default = "yes")]
+    pub version_valid: bool,
+    /// The sys.path directory it was found in.
+    pub location: String,
+    /// The `.dist-info` / `.egg-info` / `.egg-link` it was read from.
+    pub metadata: String,
+    /// `INSTALLER` (pip, conda, uv, debian, ...), when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installer: Option<String>,
+    /// `Requires-Dist` lines, verbatim (markers included).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
+    /// `Requires-Python`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires_python: Option<String>,
+    /// For an editable install: the source directory or URL it points at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub editable: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A distribution found in more than one place on the import path.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Shadowed {
+    /// Normalised name.
+    pub name: String,
+    /// The copy that `import` finds first.
+    pub winner: Copy,
+    /// The copies behind it, in sys.path order.
+    pub hidden: Vec<Copy>,
+}
+
+/// One copy of a shadowed distribution.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Copy {
+    /// Its version.
+    pub version: String,
+    /// Its sys.path directory.
+    pub location: String,
+    /// Why that directory is on sys.path.
+    pub origin: SysPathOrigin,
+}
+
+impl Python {
+    /// Sort lists whose order carries no meaning (sys_path and sources keep theirs).
+    pub fn normalize(&mut self) {
+        self.packages.sort_by(|a, b| {
+            (&a.name, &a.location, &a.metadata).cmp(&(&b.name, &b.location, &b.metadata))
+        });
+        self.shadowed.sort_by(|a, b| a.name.cmp(&b.name));
+        self.sources.dedup();
+    }
+
+    /// The first package with this (normalised) name in sys.path order: the one `import` sees.
+    pub fn package(&self, name: &str) -> Option<&Package> {
+        if let Some(s) = self.shadowed.iter().find(|s| s.name == name) {
+            return self
+                .packages
+                .iter()
+                .find(|p| p.name == name && p.location == s.winner.location);
+        }
+        self.packages.iter().find(|p| p.name == name)
+    }
+}
