@@ -7,6 +7,8 @@
 //! others' facts are kept. A thread stuck in a blocking syscall (a dead network mount) is
 //! abandoned, not joined: the process exits without waiting for it.
 
+pub mod cuda;
+pub mod libs;
 pub mod python;
 
 use crate::root::{Env, Root};

@@ -1,0 +1,681 @@
+//! ELF facts the dynamic loader cares about, read the way `ld.so` reads them: from the ELF
+//! header, the program headers and the `PT_DYNAMIC` segment only, so a library whose section
+//! headers were stripped (or are garbage) still answers.
+//!
+//! Reading is bounded and positional (`pread`), never a whole-file read or an `mmap` (a file
+//! truncated under an `mmap` would kill envdoctor with SIGBUS): the header, the program header
+//! table, the dynamic segment, the dynamic string table (at most [`MAX_STRTAB`] bytes) and the
+//! version tables. goblin parses the header and program headers; the dynamic entries and the
+//! GNU version tables are walked here with explicit bounds, so a hostile file yields an
+//! [`ElfError`] naming it, never a panic or an endless loop.
+//!
+//! Main entry points: [`read`] (everything) and [`check_header`] (the cheap test `ld.so` applies
+//! to each candidate file before accepting it: right class, right machine, or a fatal
+//! `invalid ELF header`).
+
+use crate::root::{Root, RootError};
+use crate::snapshot::libs::ElfFacts;
+use goblin::container::{Container, Ctx, Endian};
+use goblin::elf::header::{Header, EI_CLASS, EI_DATA, ELFCLASS32, ELFCLASS64, ELFMAG, SELFMAG};
+use goblin::elf::program_header::{ProgramHeader, PT_DYNAMIC, PT_INTERP, PT_LOAD};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// Largest dynamic string table read (libtorch_cpu's is a few MB).
+pub const MAX_STRTAB: u64 = 64 * 1024 * 1024;
+/// Largest dynamic segment read.
+const MAX_DYNAMIC: u64 = 1024 * 1024;
+/// Most version entries walked per table (a guard against cyclic `vn_next` chains).
+const MAX_VERSION_ENTRIES: usize = 65_536;
+
+/// `EM_X86_64`.
+pub const EM_X86_64: u16 = 62;
+
+/// The ELF class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElfClass {
+    Elf32,
+    Elf64,
+}
+
+impl ElfClass {
+    /// `elf32` / `elf64`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElfClass::Elf32 => "elf32",
+            ElfClass::Elf64 => "elf64",
+        }
+    }
+}
+
+/// Versions an object needs from one of its dependencies (`libstdc++.so.6` → `GLIBCXX_3.4.30`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VersionNeed {
+    /// The dependency's soname (`vn_file`).
+    pub file: String,
+    /// The version names needed from it.
+    pub versions: Vec<String>,
+}
+
+/// Everything [`read`] learns about one ELF file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElfInfo {
+    /// The machine path read.
+    pub path: PathBuf,
+    /// 32 or 64 bit.
+    pub class: ElfClass,
+    /// `e_machine` (62 = x86-64).
+    pub machine: u16,
+    /// Little endian.
+    pub little_endian: bool,
+    /// `e_type` (2 = executable, 3 = shared object / PIE).
+    pub e_type: u16,
+    /// `PT_INTERP`, for executables.
+    pub interpreter: Option<String>,
+    /// DT_SONAME.
+    pub soname: Option<String>,
+    /// DT_NEEDED, in order.
+    pub needed: Vec<String>,
+    /// DT_RPATH split on `:` (raw: `$ORIGIN` not expanded). Empty entries kept.
+    pub rpath: Vec<String>,
+    /// DT_RUNPATH split on `:` (raw).
+    pub runpath: Vec<String>,
+    /// `DF_1_NODEFLIB` in DT_FLAGS_1: the cache and default dirs are not searched for its needs.
+    pub nodeflib: bool,
+    /// DT_VERNEED: per needed file, the version names required.
+    pub version_needs: Vec<VersionNeed>,
+    /// DT_VERDEF: the version names this object defines (the base entry, its own soname, left out).
+    pub version_defs: Vec<String>,
+}
+
+impl ElfInfo {
+    /// The machine name (`x86_64`, `aarch64`, `i386`, or `em-N`).
+    pub fn machine_name(&self) -> String {
+        machine_name(self.machine)
+    }
+
+    /// The snapshot's view of these facts.
+    pub fn facts(&self) -> ElfFacts {
+        ElfFacts {
+            soname: self.soname.clone(),
+            class: self.class.as_str().to_string(),
+            machine: self.machine_name(),
+            needed: self.needed.clone(),
+            rpath: self.rpath.clone(),
+            runpath: self.runpath.clone(),
+        }
+    }
+
+    /// Every version name needed from the dependency called `file` (empty when none).
+    pub fn needs_from(&self, file: &str) -> &[String] {
+        self.version_needs
+            .iter()
+            .find(|n| n.file == file)
+            .map(|n| n.versions.as_slice())
+            .unwrap_or(&[])
+    }
+}
+
+/// A name for `e_machine`.
+pub fn machine_name(m: u16) -> String {
+    match m {
+        3 => "i386".into(),
+        40 => "arm".into(),
+        62 => "x86_64".into(),
+        183 => "aarch64".into(),
+        21 => "ppc64".into(),
+        243 => "riscv".into(),
+        other => format!("em-{other}"),
+    }
+}
+
+/// Why a file could not be read as ELF.
+#[derive(Debug, thiserror::Error)]
+pub enum ElfError {
+    #[error(transparent)]
+    Root(#[from] RootError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not an ELF file")]
+    NotElf { path: PathBuf },
+    #[error("{path}: truncated ELF file ({what} lies beyond its end)")]
+    Truncated { path: PathBuf, what: &'static str },
+    #[error("{path}: malformed ELF file: {msg}")]
+    Malformed { path: PathBuf, msg: String },
+}
+
+impl ElfError {
+    /// The machine path concerned.
+    pub fn path(&self) -> &Path {
+        match self {
+            ElfError::Root(e) => e.path(),
+            ElfError::Io { path, .. }
+            | ElfError::NotElf { path }
+            | ElfError::Truncated { path, .. }
+            | ElfError::Malformed { path, .. } => path,
+        }
+    }
+}
+
+/// What `ld.so` makes of a candidate file (glibc `open_verify`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeaderVerdict {
+    /// A loadable object of the host's class and machine.
+    Accept,
+    /// ELF of the other class (32 vs 64 bit): skipped silently, the search goes on.
+    OtherClass,
+    /// ELF of another machine (aarch64 on x86-64): skipped silently, the search goes on.
+    OtherMachine,
+    /// Not ELF or too short: `ld.so` stops with this error (`invalid ELF header`,
+    /// `file too short`); the search does NOT go on.
+    Fatal(String),
+    /// Could not be opened (missing, a directory, unreadable): the search goes on.
+    Unopenable,
+}
+
+/// Check a candidate the way glibc's `open_verify` does, for a host of `class` and `machine`.
+pub fn check_header(root: &Root, path: &Path, class: ElfClass, machine: u16) -> HeaderVerdict {
+    let Ok(file) = root.open(path) else {
+        return HeaderVerdict::Unopenable;
+    };
+    let mut buf = [0u8; 64];
+    let n = read_up_to(&file, 0, &mut buf);
+    let Ok(n) = n else {
+        return HeaderVerdict::Unopenable;
+    };
+    let want_len = if class == ElfClass::Elf64 { 64 } else { 52 };
+    if n < want_len {
+        // glibc: too short to hold the header it expects.
+        return HeaderVerdict::Fatal("file too short".into());
+    }
+    if &buf[..SELFMAG] != ELFMAG {
+        return HeaderVerdict::Fatal("invalid ELF header".into());
+    }
+    let file_class = match buf[EI_CLASS] {
+        ELFCLASS32 => ElfClass::Elf32,
+        ELFCLASS64 => ElfClass::Elf64,
+        _ => return HeaderVerdict::Fatal("invalid ELF header".into()),
+    };
+    if file_class != class {
+        return HeaderVerdict::OtherClass;
+    }
+    // x86-64 is little endian; glibc calls any other byte order an invalid header.
+    if buf[EI_DATA] != 1 {
+        return HeaderVerdict::Fatal("ELF file data encoding not little-endian".into());
+    }
+    let m = u16::from_le_bytes([buf[18], buf[19]]);
+    if m != machine {
+        return HeaderVerdict::OtherMachine;
+    }
+    HeaderVerdict::Accept
+}
+
+fn read_up_to(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Bounded positional reads of one file.
+struct Reader<'a> {
+    file: File,
+    len: u64,
+    path: &'a Path,
+}
+
+impl Reader<'_> {
+    fn bytes(&self, offset: u64, len: u64, what: &'static str) -> Result<Vec<u8>, ElfError> {
+        let end = offset
+            .checked_add(len)
+            .ok_or_else(|| self.truncated(what))?;
+        if end > self.len {
+            return Err(self.truncated(what));
+        }
+        let mut buf = vec![0u8; len as usize];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|source| ElfError::Io {
+                path: self.path.to_path_buf(),
+                source,
+            })?;
+        Ok(buf)
+    }
+    fn truncated(&self, what: &'static str) -> ElfError {
+        ElfError::Truncated {
+            path: self.path.to_path_buf(),
+            what,
+        }
+    }
+    fn malformed(&self, msg: impl Into<String>) -> ElfError {
+        ElfError::Malformed {
+            path: self.path.to_path_buf(),
+            msg: msg.into(),
+        }
+    }
+}
+
+/// Little helpers over a byte slice with an endianness; out of bounds reads give `None`.
+#[derive(Clone, Copy)]
+struct Bytes<'b> {
+    b: &'b [u8],
+    le: bool,
+}
+
+impl Bytes<'_> {
+    fn u16(&self, off: usize) -> Option<u16> {
+        let s: [u8; 2] = self.b.get(off..off.checked_add(2)?)?.try_into().ok()?;
+        Some(if self.le {
+            u16::from_le_bytes(s)
+        } else {
+            u16::from_be_bytes(s)
+        })
+    }
+    fn u32(&self, off: usize) -> Option<u32> {
+        let s: [u8; 4] = self.b.get(off..off.checked_add(4)?)?.try_into().ok()?;
+        Some(if self.le {
+            u32::from_le_bytes(s)
+        } else {
+            u32::from_be_bytes(s)
+        })
+    }
+    fn u64(&self, off: usize) -> Option<u64> {
+        let s: [u8; 8] = self.b.get(off..off.checked_add(8)?)?.try_into().ok()?;
+        Some(if self.le {
+            u64::from_le_bytes(s)
+        } else {
+            u64::from_be_bytes(s)
+        })
+    }
+    fn word(&self, off: usize, is64: bool) -> Option<u64> {
+        if is64 {
+            self.u64(off)
+        } else {
+            self.u32(off).map(u64::from)
+        }
+    }
+}
+
+const DT_NULL: u64 = 0;
+const DT_NEEDED: u64 = 1;
+const DT_STRTAB: u64 = 5;
+const DT_STRSZ: u64 = 10;
+const DT_SONAME: u64 = 14;
+const DT_RPATH: u64 = 15;
+const DT_RUNPATH: u64 = 29;
+const DT_FLAGS_1: u64 = 0x6fff_fffb;
+const DT_VERDEF: u64 = 0x6fff_fffc;
+const DT_VERDEFNUM: u64 = 0x6fff_fffd;
+const DT_VERNEED: u64 = 0x6fff_fffe;
+const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
+const DF_1_NODEFLIB: u64 = 0x800;
+const VER_FLG_BASE: u16 = 1;
+
+/// Read the loader-relevant facts of the ELF file at `machine_path` (links followed in `root`).
+pub fn read(root: &Root, machine_path: &Path) -> Result<ElfInfo, ElfError> {
+    let file = root.open(machine_path)?;
+    let len = file
+        .metadata()
+        .map_err(|source| ElfError::Io {
+            path: machine_path.to_path_buf(),
+            source,
+        })?
+        .len();
+    let r = Reader {
+        file,
+        len,
+        path: machine_path,
+    };
+    read_from(&r)
+}
+
+fn read_from(r: &Reader<'_>) -> Result<ElfInfo, ElfError> {
+    let path = r.path;
+    let not_elf = || ElfError::NotElf {
+        path: path.to_path_buf(),
+    };
+    if r.len < 16 {
+        return Err(not_elf());
+    }
+    let ident = r.bytes(0, 16, "the ELF identification")?;
+    if &ident[..SELFMAG] != ELFMAG {
+        return Err(not_elf());
+    }
+    let (is64, hsize) = match ident[EI_CLASS] {
+        ELFCLASS64 => (true, 64u64),
+        ELFCLASS32 => (false, 52u64),
+        c => return Err(r.malformed(format!("unknown ELF class {c}"))),
+    };
+    let hbytes = r.bytes(0, hsize, "the ELF header")?;
+    let header: Header =
+        goblin::elf::Elf::parse_header(&hbytes).map_err(|e| r.malformed(e.to_string()))?;
+    let le = match header.endianness() {
+        Ok(Endian::Little) => true,
+        Ok(Endian::Big) => false,
+        Err(e) => return Err(r.malformed(e.to_string())),
+    };
+    let ctx = Ctx::new(
+        if is64 {
+            Container::Big
+        } else {
+            Container::Little
+        },
+        if le { Endian::Little } else { Endian::Big },
+    );
+    let phentsize: u64 = if is64 { 56 } else { 32 };
+    let phnum = u64::from(header.e_phnum);
+    if header.e_phnum != 0 && u64::from(header.e_phentsize) != phentsize {
+        return Err(r.malformed(format!(
+            "program header entry size {} (expected {phentsize})",
+            header.e_phentsize
+        )));
+    }
+    let ph_bytes = r.bytes(
+        header.e_phoff,
+        phnum * phentsize,
+        "the program header table",
+    )?;
+    let phdrs = ProgramHeader::parse(&ph_bytes, 0, phnum as usize, ctx)
+        .map_err(|e| r.malformed(format!("program headers: {e}")))?;
+
+    let mut info = ElfInfo {
+        path: path.to_path_buf(),
+        class: if is64 {
+            ElfClass::Elf64
+        } else {
+            ElfClass::Elf32
+        },
+        machine: header.e_machine,
+        little_endian: le,
+        e_type: header.e_type,
+        interpreter: None,
+        soname: None,
+        needed: Vec::new(),
+        rpath: Vec::new(),
+        runpath: Vec::new(),
+        nodeflib: false,
+        version_needs: Vec::new(),
+        version_defs: Vec::new(),
+    };
+
+    if let Some(interp) = phdrs.iter().find(|p| p.p_type == PT_INTERP) {
+        let b = r.bytes(interp.p_offset, interp.p_filesz.min(4096), "PT_INTERP")?;
+        info.interpreter = Some(cstr(&b, 0).unwrap_or_default());
+    }
+
+    let Some(dynamic) = phdrs.iter().find(|p| p.p_type == PT_DYNAMIC) else {
+        // A static executable or an object without dynamic section: nothing more to say.
+        return Ok(info);
+    };
+    let dyn_bytes = r.bytes(
+        dynamic.p_offset,
+        dynamic.p_filesz.min(MAX_DYNAMIC),
+        "the dynamic segment",
+    )?;
+    let d = Bytes { b: &dyn_bytes, le };
+    let entsize = if is64 { 16 } else { 8 };
+    let mut dyns: Vec<(u64, u64)> = Vec::new();
+    let mut off = 0usize;
+    while off + entsize <= dyn_bytes.len() {
+        let tag = d.word(off, is64).unwrap_or(DT_NULL);
+        let val = d.word(off + entsize / 2, is64).unwrap_or(0);
+        if tag == DT_NULL {
+            break;
+        }
+        dyns.push((tag, val));
+        off += entsize;
+    }
+    let get = |tag: u64| dyns.iter().find(|(t, _)| *t == tag).map(|(_, v)| *v);
+    let loads: Vec<&ProgramHeader> = phdrs.iter().filter(|p| p.p_type == PT_LOAD).collect();
+    let to_off = |vaddr: u64| -> Option<u64> {
+        loads.iter().find_map(|p| {
+            let rel = vaddr.checked_sub(p.p_vaddr)?;
+            (rel < p.p_filesz).then(|| p.p_offset.checked_add(rel))?
+        })
+    };
+
+    let Some(strtab_addr) = get(DT_STRTAB) else {
+        if dyns.iter().any(|(t, _)| {
+            matches!(
+                *t,
+                DT_NEEDED | DT_SONAME | DT_RPATH | DT_RUNPATH | DT_VERNEED | DT_VERDEF
+            )
+        }) {
+            return Err(r.malformed("dynamic section names strings but has no DT_STRTAB"));
+        }
+        return Ok(info);
+    };
+    let strtab_off = to_off(strtab_addr)
+        .ok_or_else(|| r.malformed("DT_STRTAB lies outside every loadable segment"))?;
+    let strsz = get(DT_STRSZ)
+        .unwrap_or(0)
+        .min(MAX_STRTAB)
+        .min(r.len.saturating_sub(strtab_off));
+    let strtab = r.bytes(strtab_off, strsz, "the dynamic string table")?;
+    let string = |idx: u64| -> Result<String, ElfError> {
+        usize::try_from(idx)
+            .ok()
+            .and_then(|i| cstr(&strtab, i))
+            .ok_or_else(|| r.malformed(format!("string offset {idx} outside the string table")))
+    };
+
+    for &(tag, val) in &dyns {
+        match tag {
+            DT_NEEDED => info.needed.push(string(val)?),
+            DT_SONAME => info.soname = Some(string(val)?),
+            DT_RPATH => info
+                .rpath
+                .extend(string(val)?.split(':').map(str::to_string)),
+            DT_RUNPATH => info
+                .runpath
+                .extend(string(val)?.split(':').map(str::to_string)),
+            DT_FLAGS_1 => info.nodeflib |= val & DF_1_NODEFLIB != 0,
+            _ => {}
+        }
+    }
+
+    if let (Some(addr), Some(num)) = (get(DT_VERNEED), get(DT_VERNEEDNUM)) {
+        let start =
+            to_off(addr).ok_or_else(|| r.malformed("DT_VERNEED outside loadable segments"))?;
+        info.version_needs = read_verneed(r, start, num, le, &string)?;
+    }
+    if let (Some(addr), Some(num)) = (get(DT_VERDEF), get(DT_VERDEFNUM)) {
+        let start =
+            to_off(addr).ok_or_else(|| r.malformed("DT_VERDEF outside loadable segments"))?;
+        info.version_defs = read_verdef(r, start, num, le, &string)?;
+    }
+    Ok(info)
+}
+
+/// Walk Elf_Verneed / Elf_Vernaux records (same layout in both classes).
+fn read_verneed(
+    r: &Reader<'_>,
+    start: u64,
+    num: u64,
+    le: bool,
+    string: &dyn Fn(u64) -> Result<String, ElfError>,
+) -> Result<Vec<VersionNeed>, ElfError> {
+    let mut out = Vec::new();
+    let mut at = start;
+    let mut walked = 0usize;
+    for _ in 0..num.min(MAX_VERSION_ENTRIES as u64) {
+        let b = r.bytes(at, 16, "a DT_VERNEED entry")?;
+        let v = Bytes { b: &b, le };
+        let cnt = v.u16(2).unwrap_or(0);
+        let file = v.u32(4).unwrap_or(0);
+        let aux = v.u32(8).unwrap_or(0);
+        let next = v.u32(12).unwrap_or(0);
+        let mut need = VersionNeed {
+            file: string(u64::from(file))?,
+            versions: Vec::new(),
+        };
+        let mut a = at
+            .checked_add(u64::from(aux))
+            .ok_or_else(|| r.truncated("a Vernaux entry"))?;
+        for _ in 0..cnt {
+            walked += 1;
+            if walked > MAX_VERSION_ENTRIES {
+                return Err(r.malformed("too many version entries (a cycle?)"));
+            }
+            let ab = r.bytes(a, 16, "a Vernaux entry")?;
+            let av = Bytes { b: &ab, le };
+            need.versions
+                .push(string(u64::from(av.u32(8).unwrap_or(0)))?);
+            let anext = av.u32(12).unwrap_or(0);
+            if anext == 0 {
+                break;
+            }
+            a = a
+                .checked_add(u64::from(anext))
+                .ok_or_else(|| r.truncated("a Vernaux entry"))?;
+        }
+        out.push(need);
+        if next == 0 {
+            break;
+        }
+        at = at
+            .checked_add(u64::from(next))
+            .ok_or_else(|| r.truncated("a DT_VERNEED entry"))?;
+    }
+    Ok(out)
+}
+
+/// Walk Elf_Verdef / Elf_Verdaux records; the first aux of each definition is its name.
+fn read_verdef(
+    r: &Reader<'_>,
+    start: u64,
+    num: u64,
+    le: bool,
+    string: &dyn Fn(u64) -> Result<String, ElfError>,
+) -> Result<Vec<String>, ElfError> {
+    let mut out = Vec::new();
+    let mut at = start;
+    for _ in 0..num.min(MAX_VERSION_ENTRIES as u64) {
+        let b = r.bytes(at, 20, "a DT_VERDEF entry")?;
+        let v = Bytes { b: &b, le };
+        let flags = v.u16(2).unwrap_or(0);
+        let cnt = v.u16(6).unwrap_or(0);
+        let aux = v.u32(12).unwrap_or(0);
+        let next = v.u32(16).unwrap_or(0);
+        if cnt > 0 && flags & VER_FLG_BASE == 0 {
+            let a = at
+                .checked_add(u64::from(aux))
+                .ok_or_else(|| r.truncated("a Verdaux entry"))?;
+            let ab = r.bytes(a, 8, "a Verdaux entry")?;
+            let av = Bytes { b: &ab, le };
+            out.push(string(u64::from(av.u32(0).unwrap_or(0)))?);
+        }
+        if next == 0 {
+            break;
+        }
+        at = at
+            .checked_add(u64::from(next))
+            .ok_or_else(|| r.truncated("a DT_VERDEF entry"))?;
+    }
+    Ok(out)
+}
+
+/// The NUL-terminated string at `off` (lossy UTF-8); `None` when `off` is out of range.
+fn cstr(b: &[u8], off: usize) -> Option<String> {
+    let rest = b.get(off..)?;
+    let end = rest.iter().position(|c| *c == 0).unwrap_or(rest.len());
+    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root_with(name: &str, bytes: &[u8]) -> (tempfile::TempDir, Root) {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join(name), bytes).unwrap();
+        let root = Root::new(t.path());
+        (t, root)
+    }
+
+    #[test]
+    fn this_test_binary_reads_as_elf64_x86_64_with_needs() {
+        let exe = std::env::current_exe().unwrap();
+        let info = read(&Root::host(), &exe).unwrap();
+        assert_eq!(info.class, ElfClass::Elf64);
+        assert_eq!(info.machine_name(), std::env::consts::ARCH);
+        assert!(info.needed.iter().any(|n| n.starts_with("libc.so")));
+        assert!(info
+            .needs_from("libc.so.6")
+            .iter()
+            .any(|v| v.starts_with("GLIBC_2.")));
+    }
+
+    #[test]
+    fn libc_defines_glibc_versions() {
+        let info = read(&Root::host(), Path::new("/lib/x86_64-linux-gnu/libc.so.6"));
+        let Ok(info) = info else { return }; // not a Debian x86-64 layout
+        assert_eq!(info.soname.as_deref(), Some("libc.so.6"));
+        assert!(info.version_defs.iter().any(|v| v == "GLIBC_2.2.5"));
+        assert!(!info.version_defs.iter().any(|v| v == "libc.so.6"));
+    }
+
+    #[test]
+    fn garbage_and_truncations_are_errors_not_panics() {
+        let (_t, root) = root_with("text.so", b"INPUT(-lfoo)\n");
+        assert!(matches!(
+            read(&root, Path::new("/text.so")),
+            Err(ElfError::NotElf { .. })
+        ));
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        // Every truncation of a real binary's first 8 KiB, and some byte flips.
+        for cut in (0..8192).step_by(61) {
+            let (_t, root) = root_with("cut.so", &exe[..cut]);
+            let _ = read(&root, Path::new("/cut.so"));
+        }
+        let mut flipped = exe[..65536.min(exe.len())].to_vec();
+        for i in (0..flipped.len()).step_by(97) {
+            flipped[i] ^= 0xff;
+            let (_t, root) = root_with("flip.so", &flipped);
+            let _ = read(&root, Path::new("/flip.so"));
+            flipped[i] ^= 0xff;
+        }
+    }
+
+    #[test]
+    fn header_verdicts_follow_open_verify() {
+        let (_t, root) = root_with("short.so", b"\x7fELF");
+        assert_eq!(
+            check_header(&root, Path::new("/short.so"), ElfClass::Elf64, EM_X86_64),
+            HeaderVerdict::Fatal("file too short".into())
+        );
+        let (_t, root) = root_with("text.so", &[b'x'; 100]);
+        assert_eq!(
+            check_header(&root, Path::new("/text.so"), ElfClass::Elf64, EM_X86_64),
+            HeaderVerdict::Fatal("invalid ELF header".into())
+        );
+        let mut h = std::fs::read(std::env::current_exe().unwrap()).unwrap()[..64].to_vec();
+        h[18] = 183; // aarch64
+        let (_t, root) = root_with("arm.so", &h);
+        assert_eq!(
+            check_header(&root, Path::new("/arm.so"), ElfClass::Elf64, EM_X86_64),
+            HeaderVerdict::OtherMachine
+        );
+        h[EI_CLASS] = ELFCLASS32;
+        let (_t, root) = root_with("c32.so", &h);
+        assert_eq!(
+            check_header(&root, Path::new("/c32.so"), ElfClass::Elf64, EM_X86_64),
+            HeaderVerdict::OtherClass
+        );
+        assert_eq!(
+            check_header(&root, Path::new("/missing.so"), ElfClass::Elf64, EM_X86_64),
+            HeaderVerdict::Unopenable
+        );
+    }
+}
