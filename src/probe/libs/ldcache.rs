@@ -141,7 +141,7 @@ pub fn parse(bytes: &[u8]) -> Result<LdCache, CacheError> {
     if bytes.starts_with(NEW_MAGIC) {
         return Ok(LdCache {
             format: Some(CacheFormat::New),
-            entries: parse_new(bytes)?,
+            entries: parse_new(bytes, 0)?,
         });
     }
     if !bytes.starts_with(OLD_MAGIC) {
@@ -163,7 +163,7 @@ pub fn parse(bytes: &[u8]) -> Result<LdCache, CacheError> {
     if let Some(new_at) = new_at {
         return Ok(LdCache {
             format: Some(CacheFormat::OldNew),
-            entries: parse_new(&bytes[new_at..])?,
+            entries: parse_new(bytes, new_at)?,
         });
     }
     let strings = &bytes[entries_end..];
@@ -191,8 +191,11 @@ pub fn parse(bytes: &[u8]) -> Result<LdCache, CacheError> {
     })
 }
 
-/// Parse the new layout; `b` starts at its header.
-fn parse_new(b: &[u8]) -> Result<Vec<CacheEntry>, CacheError> {
+/// Parse the new layout starting at `at` in `file`. As glibc reads it: entry strings and
+/// hwcaps names count from the new header; the extension directory and its sections count
+/// from the start of the file (they differ in an old+new cache).
+fn parse_new(file: &[u8], at: usize) -> Result<Vec<CacheEntry>, CacheError> {
+    let b = &file[at..];
     // magic[17] version[3] nlibs len_strings flags(u8) pad[3] extension_offset unused[3]
     let nlibs = u32_at(b, 20).ok_or(CacheError::Truncated("new header"))? as usize;
     let endian = *b.get(28).ok_or(CacheError::Truncated("new header"))?;
@@ -207,7 +210,7 @@ fn parse_new(b: &[u8]) -> Result<Vec<CacheEntry>, CacheError> {
         return Err(CacheError::Truncated("new entries"));
     }
     let hwcaps_names = if ext_off != 0 {
-        hwcaps_section(b, ext_off)
+        hwcaps_section(file, ext_off, b)
     } else {
         Vec::new()
     };
@@ -244,8 +247,9 @@ fn parse_new(b: &[u8]) -> Result<Vec<CacheEntry>, CacheError> {
     Ok(entries)
 }
 
-/// The `glibc-hwcaps` subdirectory names of the extension directory (empty when absent/corrupt).
-fn hwcaps_section(b: &[u8], ext_off: usize) -> Vec<String> {
+/// The `glibc-hwcaps` subdirectory names of the extension directory (empty when absent/corrupt);
+/// `b` is the file, `strings` the new header's bytes the names' offsets count from.
+fn hwcaps_section(b: &[u8], ext_off: usize, strings: &[u8]) -> Vec<String> {
     let mut names = Vec::new();
     if u32_at(b, ext_off) != Some(EXTENSION_MAGIC) {
         return names;
@@ -262,7 +266,8 @@ fn hwcaps_section(b: &[u8], ext_off: usize) -> Vec<String> {
             continue;
         }
         for i in 0..(size as usize / 4).min(4096) {
-            if let Some(name) = u32_at(b, off as usize + i * 4).and_then(|o| str_at(b, o as usize))
+            if let Some(name) =
+                u32_at(b, off as usize + i * 4).and_then(|o| str_at(strings, o as usize))
             {
                 names.push(name);
             }

@@ -18,7 +18,8 @@
 //!
 //! In every directory of steps 2–4 and 6, the `glibc-hwcaps/<level>/` subdirectories the CPU
 //! supports are tried first, best level first (glibc ≥ 2.33). Levels come from the `flags` line
-//! of `/proc/cpuinfo` (read through the root; none when it is missing), after glibc's
+//! of `/proc/cpuinfo` (read through the root; a root without `/proc` is taken to run on this
+//! host's CPU, whose `/proc/cpuinfo` is read instead), after glibc's
 //! `get-isa-level.h`:
 //! - `x86-64-v2`: cx16 lahf_lm popcnt pni(sse3) sse4_1 sse4_2 ssse3
 //! - `x86-64-v3`: v2 + avx avx2 bmi1 bmi2 f16c fma abm(lzcnt) movbe xsave
@@ -317,8 +318,10 @@ impl Loader {
             Ok(c) => (Some(c), None),
             Err(e) => (None, Some(e)),
         };
+        // A root without /proc (an image, a fixture) runs on this CPU: use ours.
         let hwcaps = root
             .read_to_string_lossy(Path::new("/proc/cpuinfo"))
+            .or_else(|_| Root::host().read_to_string_lossy(Path::new("/proc/cpuinfo")))
             .map(|t| hwcaps_from_cpuinfo(&t))
             .unwrap_or_default();
         let multiarch = is_multiarch(root);
