@@ -1,9 +1,457 @@
 //! The `cuda` probe: CUDA toolkits, cuDNN headers, the NVIDIA driver version and the loader
-//! cache (filled in below).
+//! cache, read statically (nothing is executed or loaded).
+//!
+//! Toolkits come from `/usr/local/cuda`, `/usr/local/cuda-*`, `$CUDA_HOME`, `$CUDA_PATH`,
+//! `$CUDA_ROOT` and conda prefixes (`$CONDA_PREFIX`, and `/opt/conda`, `~/miniconda3`,
+//! `~/anaconda3`, `~/miniforge3` with their `envs/*`) whose `conda-meta` holds `cuda-toolkit` or
+//! `cudatoolkit`. One entry per real directory; the other names that lead there are `aliases`.
+//! Per toolkit: the version (`version.json` `cuda.version`, else `version.txt`, else conda-meta),
+//! the cuDNN version in its headers, `nvvm/libdevice/libdevice.10.bc`, `bin/ptxas`, and the
+//! library file names it ships.
+//!
+//! The driver: the kernel module's version from `/proc/driver/nvidia/version`, and the user-space
+//! one from the name of the file `libcuda.so.1` leads to (`libcuda.so.580.65.06`) as the loader
+//! finds it without LD_LIBRARY_PATH; both differing is the `Driver/library version mismatch` case.
+//!
+//! The loader cache: format, entry count, the dirs of `/etc/ld.so.conf`, and the libraries in
+//! those dirs (and the trusted dirs) that the cache does not list.
 
+use super::libs::ldcache::{self, LdCache as ParsedCache};
+use super::libs::links::name_version;
+use super::libs::search::{Loader, Object, Requester};
 use super::{Apply, Context};
+use crate::root::{Env, Root};
+use crate::snapshot::cuda::{Cuda, CudnnHeader, Driver, LdCache, Toolkit};
+use crate::snapshot::ProbeError;
+use std::path::{Path, PathBuf};
+
+const PROBE: &str = "cuda";
 
 /// The probe entry point (registered as `cuda`).
-pub fn probe(_ctx: &Context) -> Apply {
-    Box::new(|_snap| {})
+pub fn probe(ctx: &Context) -> Apply {
+    let mut errors = Vec::new();
+    let cuda = collect(ctx.root(), ctx.env(), &mut errors);
+    Box::new(move |snap| {
+        snap.cuda = cuda;
+        snap.probe_errors.extend(errors);
+    })
+}
+
+/// Everything the probe finds.
+pub fn collect(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Cuda {
+    // The system's view: no LD_LIBRARY_PATH.
+    let loader = Loader::new(root, &Env::default());
+    let mut cuda = Cuda {
+        toolkits: toolkits(root, env, errors),
+        default_toolkit: root
+            .canonicalize(Path::new("/usr/local/cuda"))
+            .ok()
+            .filter(|p| root.is_dir(p))
+            .map(|p| p.to_string_lossy().into_owned()),
+        cudnn: system_cudnn(root),
+        driver: driver(root, &loader, errors),
+        ld_cache: ld_cache(root, &loader, errors),
+    };
+    cuda.normalize();
+    cuda
+}
+
+/// `cuda.version` of a `version.json`.
+pub fn parse_version_json(text: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    v.get("cuda")?
+        .get("version")?
+        .as_str()
+        .map(|s| s.trim().to_string())
+}
+
+/// `CUDA Version 11.1.74` → `11.1.74`.
+pub fn parse_version_txt(text: &str) -> Option<String> {
+    let rest = text.trim().strip_prefix("CUDA Version")?;
+    crate::version::DottedVersion::parse_prefix(rest).map(|v| v.as_str().to_string())
+}
+
+/// `CUDNN_MAJOR`/`MINOR`/`PATCHLEVEL` defines → `8.9.2`.
+pub fn parse_cudnn_header(text: &str) -> Option<String> {
+    let get = |name: &str| -> Option<u64> {
+        text.lines().find_map(|l| {
+            let mut it = l.split_whitespace();
+            (it.next() == Some("#define") && it.next() == Some(name))
+                .then(|| it.next()?.parse().ok())
+                .flatten()
+        })
+    };
+    Some(format!(
+        "{}.{}.{}",
+        get("CUDNN_MAJOR")?,
+        get("CUDNN_MINOR")?,
+        get("CUDNN_PATCHLEVEL")?
+    ))
+}
+
+/// The kernel module version in `/proc/driver/nvidia/version`
+/// (`NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 ...`).
+pub fn parse_proc_driver(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.starts_with("NVRM version:"))?;
+    let after = line
+        .split_once("Kernel Module")
+        .map(|(_, r)| r)
+        .unwrap_or(line);
+    after
+        .split_whitespace()
+        .find(|w| w.contains('.') && w.split('.').all(|p| p.parse::<u64>().is_ok()))
+        .map(str::to_string)
+}
+
+fn read_text(root: &Root, p: &Path) -> Option<String> {
+    root.read_to_string_lossy(p).ok()
+}
+
+/// A directory that may be a toolkit, what named it, and a conda-meta (version, file).
+type Named = (PathBuf, String, Option<(String, String)>);
+
+fn toolkits(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Vec<Toolkit> {
+    // (path, source, conda version) in priority order.
+    let mut named: Vec<Named> = Vec::new();
+    let mut versioned: Vec<PathBuf> = root
+        .read_dir(Path::new("/usr/local"))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("cuda-"))
+        })
+        .collect();
+    versioned.sort();
+    for p in versioned {
+        named.push((p, "/usr/local/cuda-*".into(), None));
+    }
+    named.push((
+        PathBuf::from("/usr/local/cuda"),
+        "/usr/local/cuda".into(),
+        None,
+    ));
+    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+        if let Some(v) = env.get(var) {
+            named.push((PathBuf::from(v), var.into(), None));
+        }
+    }
+    for (prefix, meta) in conda_toolkits(root, env) {
+        named.push((prefix, "conda".into(), Some(meta)));
+    }
+
+    let mut out: Vec<Toolkit> = Vec::new();
+    for (path, source, conda_meta) in named {
+        let real = match root.canonicalize(&path) {
+            Ok(r) if root.is_dir(&r) => r,
+            Ok(_) => continue,
+            Err(e) if e.is_not_found() => {
+                if source.starts_with("CUDA_") {
+                    errors.push(ProbeError::at(
+                        PROBE,
+                        &path,
+                        format!("{source} names a directory that does not exist"),
+                    ));
+                }
+                continue;
+            }
+            Err(e) => {
+                errors.push(ProbeError::from_root(PROBE, &e));
+                continue;
+            }
+        };
+        let real_s = real.to_string_lossy().into_owned();
+        if let Some(t) = out.iter_mut().find(|t| t.path == real_s) {
+            let alias = if source.starts_with('/') || source == "conda" {
+                path.to_string_lossy().into_owned()
+            } else {
+                source
+            };
+            if alias != t.path {
+                t.aliases.push(alias);
+            }
+            continue;
+        }
+        let mut t = inspect_toolkit(root, &real);
+        if t.version.is_none() {
+            if let Some((v, src)) = conda_meta {
+                t.version = Some(v);
+                t.version_source = Some(src);
+            }
+        }
+        t.source = source.clone();
+        if path != real && !source.starts_with("/usr/local/cuda-") {
+            let alias = if source.starts_with('/') || source == "conda" {
+                path.to_string_lossy().into_owned()
+            } else {
+                source
+            };
+            t.aliases.push(alias);
+        }
+        out.push(t);
+    }
+    out
+}
+
+/// Facts of one toolkit directory (a real machine path).
+pub fn inspect_toolkit(root: &Root, dir: &Path) -> Toolkit {
+    let mut t = Toolkit {
+        path: dir.to_string_lossy().into_owned(),
+        ..Default::default()
+    };
+    let vj = dir.join("version.json");
+    let vt = dir.join("version.txt");
+    if let Some(v) = read_text(root, &vj).and_then(|s| parse_version_json(&s)) {
+        t.version = Some(v);
+        t.version_source = Some(vj.to_string_lossy().into_owned());
+    } else if let Some(v) = read_text(root, &vt).and_then(|s| parse_version_txt(&s)) {
+        t.version = Some(v);
+        t.version_source = Some(vt.to_string_lossy().into_owned());
+    }
+    let mut includes = vec![dir.join("include")];
+    for target in root.read_dir(&dir.join("targets")).unwrap_or_default() {
+        includes.push(target.join("include"));
+    }
+    t.cudnn_version = includes.iter().find_map(|inc| {
+        ["cudnn_version.h", "cudnn.h"]
+            .iter()
+            .find_map(|h| read_text(root, &inc.join(h)).and_then(|s| parse_cudnn_header(&s)))
+    });
+    t.has_libdevice = root.is_file(&dir.join("nvvm/libdevice/libdevice.10.bc"));
+    t.has_ptxas = root.is_file(&dir.join("bin/ptxas"));
+    let mut lib_dirs = vec![
+        dir.join("lib64"),
+        dir.join("lib"),
+        dir.join("extras/CUPTI/lib64"),
+    ];
+    for target in root.read_dir(&dir.join("targets")).unwrap_or_default() {
+        lib_dirs.push(target.join("lib"));
+    }
+    for d in lib_dirs {
+        for f in root.read_dir(&d).unwrap_or_default() {
+            if let Some(n) = f.file_name().map(|n| n.to_string_lossy().into_owned()) {
+                if n.starts_with("lib") && n.contains(".so") {
+                    t.libraries.push(n);
+                }
+            }
+        }
+    }
+    t
+}
+
+/// Conda prefixes with a CUDA toolkit package: (prefix, (version, conda-meta file)).
+fn conda_toolkits(root: &Root, env: &Env) -> Vec<(PathBuf, (String, String))> {
+    let mut prefixes: Vec<PathBuf> = Vec::new();
+    if let Some(p) = env.get("CONDA_PREFIX") {
+        prefixes.push(PathBuf::from(p));
+    }
+    let mut bases = vec![PathBuf::from("/opt/conda")];
+    if let Some(home) = env.home() {
+        for n in ["miniconda3", "anaconda3", "miniforge3", "mambaforge"] {
+            bases.push(home.join(n));
+        }
+    }
+    for b in bases {
+        if root.is_dir(&b.join("conda-meta")) {
+            prefixes.push(b.clone());
+        }
+        prefixes.extend(root.read_dir(&b.join("envs")).unwrap_or_default());
+    }
+    let mut out = Vec::new();
+    for p in prefixes {
+        for f in root.read_dir(&p.join("conda-meta")).unwrap_or_default() {
+            let n = f
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let Some(rest) = n
+                .strip_prefix("cuda-toolkit-")
+                .or_else(|| n.strip_prefix("cudatoolkit-"))
+            else {
+                continue;
+            };
+            if !n.ends_with(".json") {
+                continue;
+            }
+            let from_json = read_text(root, &f)
+                .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+                .and_then(|v| v.get("version")?.as_str().map(str::to_string));
+            let version = from_json.or_else(|| rest.split('-').next().map(str::to_string));
+            if let Some(v) = version {
+                out.push((p.clone(), (v, f.to_string_lossy().into_owned())));
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn system_cudnn(root: &Root) -> Vec<CudnnHeader> {
+    let mut out = Vec::new();
+    for dir in [
+        "/usr/include",
+        "/usr/include/x86_64-linux-gnu",
+        "/usr/local/include",
+    ] {
+        let mut names: Vec<PathBuf> = root
+            .read_dir(Path::new(dir))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| {
+                p.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy();
+                    n.starts_with("cudnn_version") && n.ends_with(".h") || n == "cudnn.h"
+                })
+            })
+            .collect();
+        names.sort();
+        for p in names {
+            if let Some(v) = read_text(root, &p).and_then(|s| parse_cudnn_header(&s)) {
+                out.push(CudnnHeader {
+                    path: p.to_string_lossy().into_owned(),
+                    version: v,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn driver(root: &Root, loader: &Loader, errors: &mut Vec<ProbeError>) -> Option<Driver> {
+    let proc_path = Path::new("/proc/driver/nvidia/version");
+    let kernel = match root.read_to_string_lossy(proc_path) {
+        Ok(t) => {
+            let v = parse_proc_driver(&t);
+            if v.is_none() {
+                errors.push(ProbeError::at(
+                    PROBE,
+                    proc_path,
+                    "no `NVRM version: ... Kernel Module X.Y.Z` line",
+                ));
+            }
+            v
+        }
+        Err(_) => None,
+    };
+    // libcuda.so.1 as the system loader finds it, then its real file name.
+    let req = Requester::new(Object::bare("/"));
+    let mut libcuda: Option<(String, PathBuf)> = None;
+    if let Some(p) = loader.resolve("libcuda.so.1", &req).path {
+        if let Ok(real) = root.canonicalize(&p) {
+            let name = real
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if let Some(v) = name_version(&name).filter(|v| v.contains('.')) {
+                libcuda = Some((v, real));
+            }
+        }
+    }
+    if libcuda.is_none() {
+        // No libcuda.so.1 link: any libcuda.so.X.Y file in the default dirs.
+        'dirs: for d in loader.default_dirs() {
+            for f in root.read_dir(d).unwrap_or_default() {
+                let n = f
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if n.starts_with("libcuda.so.") {
+                    if let Some(v) = name_version(&n).filter(|v| v.contains('.')) {
+                        libcuda = Some((v, f));
+                        break 'dirs;
+                    }
+                }
+            }
+        }
+    }
+    let (version, source) = match (&kernel, &libcuda) {
+        (Some(k), _) => (k.clone(), proc_path.to_string_lossy().into_owned()),
+        (None, Some((v, p))) => (v.clone(), p.to_string_lossy().into_owned()),
+        (None, None) => return None,
+    };
+    Some(Driver {
+        version,
+        source,
+        mismatch: matches!((&kernel, &libcuda), (Some(k), Some((l, _))) if k != l),
+        kernel_module: kernel,
+        libcuda: libcuda.as_ref().map(|(v, _)| v.clone()),
+        libcuda_path: libcuda.map(|(_, p)| p.to_string_lossy().into_owned()),
+    })
+}
+
+fn ld_cache(root: &Root, loader: &Loader, errors: &mut Vec<ProbeError>) -> Option<LdCache> {
+    let path = Path::new("/etc/ld.so.cache");
+    let cache: &ParsedCache = match loader.cache() {
+        Some(c) => c,
+        None => {
+            if root.exists(path) {
+                errors.push(ProbeError::at(
+                    PROBE,
+                    path,
+                    loader.cache_error().unwrap_or("unreadable").to_string(),
+                ));
+            }
+            return None;
+        }
+    };
+    let (conf_dirs, conf_errors) = ldcache::conf_dirs(root, Path::new("/etc/ld.so.conf"));
+    errors.extend(
+        conf_errors
+            .into_iter()
+            .map(|e| ProbeError::at(PROBE, "/etc/ld.so.conf", e)),
+    );
+    let mut scan = conf_dirs.clone();
+    for d in ldcache::trusted_dirs(root) {
+        if !scan.contains(&d) {
+            scan.push(d);
+        }
+    }
+    let stale = ldcache::stale_files(root, cache, &scan);
+    Some(LdCache {
+        path: path.to_string_lossy().into_owned(),
+        format: cache
+            .format
+            .map(|f| f.as_str().to_string())
+            .unwrap_or_default(),
+        entries: cache.entries.len(),
+        stale: !stale.is_empty(),
+        stale_files: stale
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect(),
+        conf_dirs: conf_dirs
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_files() {
+        let j = r#"{"cuda" : {"name" : "CUDA SDK", "version" : "11.1.1"}, "cuda_cudart": {"version": "11.1.74"}}"#;
+        assert_eq!(parse_version_json(j).as_deref(), Some("11.1.1"));
+        assert_eq!(parse_version_json("{").as_deref(), None);
+        assert_eq!(
+            parse_version_txt("CUDA Version 10.2.89\n").as_deref(),
+            Some("10.2.89")
+        );
+        assert_eq!(parse_version_txt("garbage"), None);
+    }
+
+    #[test]
+    fn cudnn_and_driver_text() {
+        let h = "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2\n#define CUDNN_VERSION (CUDNN_MAJOR * 1000)\n";
+        assert_eq!(parse_cudnn_header(h).as_deref(), Some("8.9.2"));
+        assert_eq!(parse_cudnn_header("#define CUDNN_MAJOR 8\n"), None);
+        let p = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 07:09:00 UTC 2025\nGCC version:  gcc version 12.2.0\n";
+        assert_eq!(parse_proc_driver(p).as_deref(), Some("580.65.06"));
+        let open =
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.104.05  Release Build\n";
+        assert_eq!(parse_proc_driver(open).as_deref(), Some("535.104.05"));
+        assert_eq!(parse_proc_driver("nothing"), None);
+    }
 }

@@ -100,11 +100,18 @@ pub struct Probe {
 
 /// Every probe envdoctor runs.
 pub fn registry() -> Vec<Probe> {
-    vec![Probe {
-        name: "python",
-        stage: 1,
-        run: python::probe,
-    }]
+    vec![
+        Probe {
+            name: "python",
+            stage: 1,
+            run: python::probe,
+        },
+        Probe {
+            name: "cuda",
+            stage: 1,
+            run: cuda::probe,
+        },
+    ]
 }
 
 /// Run every probe (or those in `opts.only`) and assemble the snapshot.

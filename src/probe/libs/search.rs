@@ -663,7 +663,8 @@ impl Loader {
     }
 }
 
-/// `/usr/local/cuda*/lib64` and `/usr/local/cuda*/targets/*/lib` that exist in `root`.
+/// `/usr/local/cuda*/lib64`, `/usr/local/cuda*/extras/CUPTI/lib64` (where CUPTI lives) and
+/// `/usr/local/cuda*/targets/*/lib` that exist in `root`.
 pub fn cuda_lib_dirs(root: &Root) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Ok(entries) = root.read_dir(Path::new("/usr/local")) else {
@@ -676,9 +677,11 @@ pub fn cuda_lib_dirs(root: &Root) -> Vec<PathBuf> {
         if !is_cuda || !root.is_dir(&top) {
             continue;
         }
-        let lib64 = top.join("lib64");
-        if root.is_dir(&lib64) {
-            out.push(lib64);
+        for sub in ["lib64", "extras/CUPTI/lib64"] {
+            let d = top.join(sub);
+            if root.is_dir(&d) {
+                out.push(d);
+            }
         }
         for t in root.read_dir(&top.join("targets")).unwrap_or_default() {
             let lib = t.join("lib");
