@@ -9,7 +9,8 @@
 //! GNU version tables are walked here with explicit bounds, so a hostile file yields an
 //! [`ElfError`] naming it, never a panic or an endless loop.
 //!
-//! Main entry points: [`read`] (everything) and [`check_header`] (the cheap test `ld.so` applies
+//! Main entry points: [`read`] (everything but symbols), [`read_with_symbols`] (plus the dynamic
+//! symbol table with versions) and [`check_header`] (the cheap test `ld.so` applies
 //! to each candidate file before accepting it: right class, right machine, or a fatal
 //! `invalid ELF header`).
 
@@ -309,7 +310,11 @@ impl Bytes<'_> {
 
 const DT_NULL: u64 = 0;
 const DT_NEEDED: u64 = 1;
+const DT_HASH: u64 = 4;
 const DT_STRTAB: u64 = 5;
+const DT_SYMTAB: u64 = 6;
+const DT_GNU_HASH: u64 = 0x6fff_fef5;
+const DT_VERSYM: u64 = 0x6fff_fff0;
 const DT_STRSZ: u64 = 10;
 const DT_SONAME: u64 = 14;
 const DT_RPATH: u64 = 15;
@@ -337,10 +342,78 @@ pub fn read(root: &Root, machine_path: &Path) -> Result<ElfInfo, ElfError> {
         len,
         path: machine_path,
     };
-    read_from(&r)
+    read_from(&r, false).map(|(info, _)| info)
 }
 
-fn read_from(r: &Reader<'_>) -> Result<ElfInfo, ElfError> {
+/// Like [`read`], plus the dynamic symbol table: what the object exports and what it expects
+/// its dependencies to provide, each with its symbol version. This reads DT_SYMTAB (sized from
+/// DT_HASH or DT_GNU_HASH), so it costs more than [`read`]; use it for the static
+/// undefined-symbol check (`undefined symbol: __nvJitLinkComplete_12_4, version
+/// libnvJitLink.so.12`).
+pub fn read_with_symbols(
+    root: &Root,
+    machine_path: &Path,
+) -> Result<(ElfInfo, DynSymbols), ElfError> {
+    let file = root.open(machine_path)?;
+    let len = file
+        .metadata()
+        .map_err(|source| ElfError::Io {
+            path: machine_path.to_path_buf(),
+            source,
+        })?
+        .len();
+    let r = Reader {
+        file,
+        len,
+        path: machine_path,
+    };
+    let (info, syms) = read_from(&r, true)?;
+    Ok((info, syms.unwrap_or_default()))
+}
+
+/// A dynamic symbol with its version (`GLIBCXX_3.4.30`), when it has one.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Symbol {
+    /// The symbol name.
+    pub name: String,
+    /// Its version name, if versioned.
+    pub version: Option<String>,
+    /// For a definition: `false` when it is a non-default (hidden, `sym@VER`) version.
+    pub default: bool,
+}
+
+/// The dynamic symbols of an object.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DynSymbols {
+    /// Global/weak symbols it defines with default or protected visibility.
+    pub exported: Vec<Symbol>,
+    /// Symbols it needs from elsewhere (undefined, non-weak).
+    pub undefined: Vec<Symbol>,
+    /// Undefined weak symbols (their absence is not an error).
+    pub weak_undefined: Vec<Symbol>,
+}
+
+impl DynSymbols {
+    /// True when `name` (at `version`, if given) is exported as the loader would bind it:
+    /// an unversioned request binds the default version; a versioned one any exact version.
+    pub fn provides(&self, name: &str, version: Option<&str>) -> bool {
+        self.exported.iter().any(|s| {
+            s.name == name
+                && match version {
+                    None => s.default || s.version.is_none(),
+                    Some(v) => s.version.as_deref() == Some(v) || s.version.is_none(),
+                }
+        })
+    }
+}
+
+/// Most dynamic symbols read (libtorch_cuda has ~200k).
+const MAX_SYMBOLS: u64 = 4_000_000;
+
+fn read_from(
+    r: &Reader<'_>,
+    want_symbols: bool,
+) -> Result<(ElfInfo, Option<DynSymbols>), ElfError> {
     let path = r.path;
     let not_elf = || ElfError::NotElf {
         path: path.to_path_buf(),
@@ -416,7 +489,7 @@ fn read_from(r: &Reader<'_>) -> Result<ElfInfo, ElfError> {
 
     let Some(dynamic) = phdrs.iter().find(|p| p.p_type == PT_DYNAMIC) else {
         // A static executable or an object without dynamic section: nothing more to say.
-        return Ok(info);
+        return Ok((info, None));
     };
     let dyn_bytes = r.bytes(
         dynamic.p_offset,
@@ -454,7 +527,7 @@ fn read_from(r: &Reader<'_>) -> Result<ElfInfo, ElfError> {
         }) {
             return Err(r.malformed("dynamic section names strings but has no DT_STRTAB"));
         }
-        return Ok(info);
+        return Ok((info, None));
     };
     let strtab_off = to_off(strtab_addr)
         .ok_or_else(|| r.malformed("DT_STRTAB lies outside every loadable segment"))?;
@@ -485,17 +558,138 @@ fn read_from(r: &Reader<'_>) -> Result<ElfInfo, ElfError> {
         }
     }
 
+    // Version index (as used by DT_VERSYM) → name.
+    let mut index: Vec<(u16, String)> = Vec::new();
     if let (Some(addr), Some(num)) = (get(DT_VERNEED), get(DT_VERNEEDNUM)) {
         let start =
             to_off(addr).ok_or_else(|| r.malformed("DT_VERNEED outside loadable segments"))?;
-        info.version_needs = read_verneed(r, start, num, le, &string)?;
+        info.version_needs = read_verneed(r, start, num, le, &string, &mut index)?;
     }
     if let (Some(addr), Some(num)) = (get(DT_VERDEF), get(DT_VERDEFNUM)) {
         let start =
             to_off(addr).ok_or_else(|| r.malformed("DT_VERDEF outside loadable segments"))?;
-        info.version_defs = read_verdef(r, start, num, le, &string)?;
+        info.version_defs = read_verdef(r, start, num, le, &string, &mut index)?;
     }
-    Ok(info)
+    if !want_symbols {
+        return Ok((info, None));
+    }
+    let Some(symtab) = get(DT_SYMTAB).and_then(to_off) else {
+        return Ok((info, Some(DynSymbols::default())));
+    };
+    let count = match (
+        get(DT_GNU_HASH).and_then(to_off),
+        get(DT_HASH).and_then(to_off),
+    ) {
+        (_, Some(h)) => {
+            let b = r.bytes(h, 8, "DT_HASH")?;
+            u64::from(Bytes { b: &b, le }.u32(4).unwrap_or(0))
+        }
+        (Some(g), None) => gnu_hash_count(r, g, le, is64)?,
+        (None, None) => 0,
+    }
+    .min(MAX_SYMBOLS);
+    let entsize: u64 = if is64 { 24 } else { 16 };
+    let table = r.bytes(symtab, count * entsize, "the dynamic symbol table")?;
+    let versym = match get(DT_VERSYM).and_then(to_off) {
+        Some(v) => Some(r.bytes(v, count * 2, "DT_VERSYM")?),
+        None => None,
+    };
+    let t = Bytes { b: &table, le };
+    let mut syms = DynSymbols::default();
+    for i in 1..count as usize {
+        let at = i * entsize as usize;
+        let (name, info_b, other, shndx) = if is64 {
+            (
+                t.u32(at),
+                table.get(at + 4).copied(),
+                table.get(at + 5).copied(),
+                t.u16(at + 6),
+            )
+        } else {
+            (
+                t.u32(at),
+                table.get(at + 12).copied(),
+                table.get(at + 13).copied(),
+                t.u16(at + 14),
+            )
+        };
+        let (Some(name), Some(info_b), Some(other), Some(shndx)) = (name, info_b, other, shndx)
+        else {
+            break;
+        };
+        let name = string(u64::from(name))?;
+        if name.is_empty() {
+            continue;
+        }
+        let bind = info_b >> 4;
+        let vis = other & 3;
+        let vs = versym
+            .as_ref()
+            .and_then(|v| Bytes { b: v, le }.u16(i * 2))
+            .unwrap_or(1);
+        let hidden = vs & 0x8000 != 0;
+        let vidx = vs & 0x7fff;
+        let version = if vidx >= 2 {
+            index
+                .iter()
+                .find(|(n, _)| *n == vidx)
+                .map(|(_, s)| s.clone())
+        } else {
+            None
+        };
+        let sym = Symbol {
+            name,
+            version,
+            default: !hidden,
+        };
+        if shndx == 0 {
+            if bind == 2 {
+                syms.weak_undefined.push(sym);
+            } else if bind == 1 {
+                syms.undefined.push(sym);
+            }
+        } else if (bind == 1 || bind == 2) && (vis == 0 || vis == 3) {
+            syms.exported.push(sym);
+        }
+    }
+    Ok((info, Some(syms)))
+}
+
+/// The number of dynamic symbols, from a DT_GNU_HASH table: one past the highest index any
+/// bucket's chain reaches.
+fn gnu_hash_count(r: &Reader<'_>, at: u64, le: bool, is64: bool) -> Result<u64, ElfError> {
+    let h = r.bytes(at, 16, "DT_GNU_HASH")?;
+    let hb = Bytes { b: &h, le };
+    let nbuckets = u64::from(hb.u32(0).unwrap_or(0));
+    let symoffset = u64::from(hb.u32(4).unwrap_or(0));
+    let bloom = u64::from(hb.u32(8).unwrap_or(0));
+    let word = if is64 { 8 } else { 4 };
+    let buckets_at = at + 16 + bloom * word;
+    if nbuckets > MAX_SYMBOLS {
+        return Err(r.malformed("absurd DT_GNU_HASH bucket count"));
+    }
+    let b = r.bytes(buckets_at, nbuckets * 4, "DT_GNU_HASH buckets")?;
+    let bb = Bytes { b: &b, le };
+    let max = (0..nbuckets as usize)
+        .filter_map(|i| bb.u32(i * 4))
+        .max()
+        .map(u64::from)
+        .unwrap_or(0);
+    if max < symoffset {
+        return Ok(symoffset);
+    }
+    let chains_at = buckets_at + nbuckets * 4;
+    let mut idx = max;
+    loop {
+        if idx - symoffset > MAX_SYMBOLS {
+            return Err(r.malformed("DT_GNU_HASH chain does not end"));
+        }
+        let c = r.bytes(chains_at + (idx - symoffset) * 4, 4, "a DT_GNU_HASH chain")?;
+        if (Bytes { b: &c, le }).u32(0).unwrap_or(1) & 1 == 1 {
+            return Ok(idx + 1);
+        }
+        idx += 1;
+    }
 }
 
 /// Walk Elf_Verneed / Elf_Vernaux records (same layout in both classes).
@@ -505,6 +699,7 @@ fn read_verneed(
     num: u64,
     le: bool,
     string: &dyn Fn(u64) -> Result<String, ElfError>,
+    index: &mut Vec<(u16, String)>,
 ) -> Result<Vec<VersionNeed>, ElfError> {
     let mut out = Vec::new();
     let mut at = start;
@@ -530,8 +725,9 @@ fn read_verneed(
             }
             let ab = r.bytes(a, 16, "a Vernaux entry")?;
             let av = Bytes { b: &ab, le };
-            need.versions
-                .push(string(u64::from(av.u32(8).unwrap_or(0)))?);
+            let vname = string(u64::from(av.u32(8).unwrap_or(0)))?;
+            index.push((av.u16(6).unwrap_or(0) & 0x7fff, vname.clone()));
+            need.versions.push(vname);
             let anext = av.u32(12).unwrap_or(0);
             if anext == 0 {
                 break;
@@ -558,6 +754,7 @@ fn read_verdef(
     num: u64,
     le: bool,
     string: &dyn Fn(u64) -> Result<String, ElfError>,
+    index: &mut Vec<(u16, String)>,
 ) -> Result<Vec<String>, ElfError> {
     let mut out = Vec::new();
     let mut at = start;
@@ -565,6 +762,7 @@ fn read_verdef(
         let b = r.bytes(at, 20, "a DT_VERDEF entry")?;
         let v = Bytes { b: &b, le };
         let flags = v.u16(2).unwrap_or(0);
+        let ndx = v.u16(4).unwrap_or(0);
         let cnt = v.u16(6).unwrap_or(0);
         let aux = v.u32(12).unwrap_or(0);
         let next = v.u32(16).unwrap_or(0);
@@ -574,7 +772,9 @@ fn read_verdef(
                 .ok_or_else(|| r.truncated("a Verdaux entry"))?;
             let ab = r.bytes(a, 8, "a Verdaux entry")?;
             let av = Bytes { b: &ab, le };
-            out.push(string(u64::from(av.u32(0).unwrap_or(0)))?);
+            let vname = string(u64::from(av.u32(0).unwrap_or(0)))?;
+            index.push((ndx & 0x7fff, vname.clone()));
+            out.push(vname);
         }
         if next == 0 {
             break;
@@ -638,12 +838,14 @@ mod tests {
         for cut in (0..8192).step_by(61) {
             let (_t, root) = root_with("cut.so", &exe[..cut]);
             let _ = read(&root, Path::new("/cut.so"));
+            let _ = read_with_symbols(&root, Path::new("/cut.so"));
         }
         let mut flipped = exe[..65536.min(exe.len())].to_vec();
         for i in (0..flipped.len()).step_by(97) {
             flipped[i] ^= 0xff;
             let (_t, root) = root_with("flip.so", &flipped);
             let _ = read(&root, Path::new("/flip.so"));
+            let _ = read_with_symbols(&root, Path::new("/flip.so"));
             flipped[i] ^= 0xff;
         }
     }
