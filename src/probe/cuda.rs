@@ -443,6 +443,57 @@ mod tests {
     }
 
     #[test]
+    fn conda_and_env_toolkits_are_merged_by_real_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path();
+        let env_dir = p.join("home/u/miniconda3/envs/tf");
+        std::fs::create_dir_all(env_dir.join("conda-meta")).unwrap();
+        std::fs::create_dir_all(env_dir.join("lib")).unwrap();
+        std::fs::write(
+            env_dir.join("conda-meta/cuda-toolkit-12.1.0-0.json"),
+            r#"{"name": "cuda-toolkit", "version": "12.1.0"}"#,
+        )
+        .unwrap();
+        std::fs::write(env_dir.join("lib/libcudart.so.12"), b"x").unwrap();
+        std::fs::create_dir_all(p.join("opt/cuda-x/include")).unwrap();
+        std::fs::write(
+            p.join("opt/cuda-x/include/cudnn.h"),
+            "#define CUDNN_MAJOR 7\n#define CUDNN_MINOR 6\n#define CUDNN_PATCHLEVEL 5\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(p.join("usr/include")).unwrap();
+        std::fs::write(
+            p.join("usr/include/cudnn_version.h"),
+            "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n",
+        )
+        .unwrap();
+        let root = Root::new(p);
+        let env = Env::from_pairs([
+            ("HOME", "/home/u"),
+            ("CONDA_PREFIX", "/home/u/miniconda3/envs/tf"),
+            ("CUDA_HOME", "/opt/cuda-x"),
+            ("CUDA_PATH", "/opt/nowhere"),
+        ]);
+        let mut errors = Vec::new();
+        let c = collect(&root, &env, &mut errors);
+        assert_eq!(c.toolkits.len(), 2, "{c:#?}");
+        let conda = c.toolkits.iter().find(|t| t.source == "conda").unwrap();
+        assert_eq!(conda.path, "/home/u/miniconda3/envs/tf");
+        assert_eq!(conda.version.as_deref(), Some("12.1.0"));
+        assert!(conda.libraries.contains(&"libcudart.so.12".to_string()));
+        let home = c.toolkits.iter().find(|t| t.source == "CUDA_HOME").unwrap();
+        assert_eq!(home.cudnn_version.as_deref(), Some("7.6.5"));
+        assert_eq!(home.version, None);
+        assert_eq!(c.cudnn.len(), 1);
+        assert_eq!(c.cudnn[0].version, "9.1.0");
+        assert_eq!(c.default_toolkit, None);
+        assert_eq!(c.driver, None);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].path.as_deref(), Some("/opt/nowhere"));
+        assert!(errors[0].message.contains("CUDA_PATH"));
+    }
+
+    #[test]
     fn cudnn_and_driver_text() {
         let h = "#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 2\n#define CUDNN_VERSION (CUDNN_MAJOR * 1000)\n";
         assert_eq!(parse_cudnn_header(h).as_deref(), Some("8.9.2"));

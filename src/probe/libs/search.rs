@@ -45,7 +45,9 @@
 use crate::probe::libs::elf::{self, ElfClass, ElfError, ElfInfo, HeaderVerdict, EM_X86_64};
 use crate::probe::libs::ldcache::LdCache;
 use crate::root::{Env, Root};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// The x86-64 microarchitecture levels with a `glibc-hwcaps` subdirectory, best first.
 pub const HWCAPS_LEVELS: [&str; 3] = ["x86-64-v4", "x86-64-v3", "x86-64-v2"];
@@ -308,9 +310,27 @@ pub struct Loader {
     cwd: PathBuf,
     class: ElfClass,
     machine: u16,
+    cuda_dirs: Vec<PathBuf>,
+    /// Directories already found present or absent (glibc keeps the same memo), shared by
+    /// clones: a search never re-walks a missing `glibc-hwcaps/<level>` directory.
+    dir_memo: Arc<Mutex<HashMap<PathBuf, bool>>>,
 }
 
 impl Loader {
+    /// True when `dir` exists (memoised).
+    fn dir_exists(&self, dir: &Path) -> bool {
+        if let Ok(memo) = self.dir_memo.lock() {
+            if let Some(v) = memo.get(dir) {
+                return *v;
+            }
+        }
+        let v = self.root.is_dir(dir);
+        if let Ok(mut memo) = self.dir_memo.lock() {
+            memo.insert(dir.to_path_buf(), v);
+        }
+        v
+    }
+
     /// A loader for `root` with `env` (its LD_LIBRARY_PATH); reads `/etc/ld.so.cache` and the
     /// CPU flags once.
     pub fn new(root: &Root, env: &Env) -> Self {
@@ -344,6 +364,8 @@ impl Loader {
                 .unwrap_or_else(|| "/".into()),
             class: ElfClass::Elf64,
             machine: EM_X86_64,
+            cuda_dirs: cuda_lib_dirs(root),
+            dir_memo: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -487,9 +509,15 @@ impl Loader {
                 dir: dir.clone(),
                 via,
             });
+            if !self.dir_exists(dir) {
+                continue;
+            }
             for level in &self.hwcaps {
-                let p = dir.join("glibc-hwcaps").join(level).join(name);
-                if self.try_file(&p, via, Some((*level).to_string()), res) {
+                let sub = dir.join("glibc-hwcaps").join(level);
+                if !self.dir_exists(&sub) {
+                    continue;
+                }
+                if self.try_file(&sub.join(name), via, Some((*level).to_string()), res) {
                     return true;
                 }
             }
@@ -640,7 +668,9 @@ impl Loader {
             });
         };
         for (d, o) in &dirs {
-            push(d.join(name), o, &mut out);
+            if self.dir_exists(d) {
+                push(d.join(name), o, &mut out);
+            }
         }
         if let Some(c) = &self.cache {
             for e in c.entries.iter().filter(|e| e.key == name) {
@@ -648,9 +678,11 @@ impl Loader {
             }
         }
         for d in &self.default_dirs {
-            push(d.join(name), "system", &mut out);
+            if self.dir_exists(d) {
+                push(d.join(name), "system", &mut out);
+            }
         }
-        for d in cuda_lib_dirs(&self.root) {
+        for d in &self.cuda_dirs {
             push(d.join(name), "cuda-toolkit", &mut out);
         }
         if let Some(conda) = self.env.get("CONDA_PREFIX") {
