@@ -349,3 +349,64 @@ fn slash_names_are_paths() {
     let out = cc::ld_debug(&c.exe, &[name], &[], None).stdout;
     assert!(out.starts_with("ok"), "{out}");
 }
+
+/// Legacy hwcaps subdirectories (`tls/`, glibc < 2.37) are searched exactly when the real
+/// loader searches them; whatever this host's glibc, both must pick the same file.
+#[test]
+fn legacy_tls_subdirectory_agrees() {
+    let c = case(cc::Exe::dlopener());
+    let d = c.top.join("lib");
+    cc::Lib::new("libedtls.so").build(&d.join("libedtls.so"));
+    cc::Lib::new("libedtls.so").build(&d.join("tls/libedtls.so"));
+    let llp = d.to_str().unwrap();
+    let loader = Loader::new(&Root::host(), &env(Some(llp)));
+    let ours = loader.resolve("libedtls.so", &app(&c));
+    let (theirs, out) = real(&c, "libedtls.so", "libedtls.so", Some(llp));
+    assert_eq!(ours.path, theirs, "glibc {:?}: {out}", loader.glibc());
+    if loader.glibc().is_some_and(|v| v < (2, 37)) {
+        assert_eq!(ours.path, Some(d.join("tls/libedtls.so")));
+    }
+}
+
+/// A library preloaded with LD_PRELOAD is reused for a later request of its soname: no search,
+/// so a different copy on LD_LIBRARY_PATH is never opened.
+#[test]
+fn preloaded_soname_is_reused() {
+    let c = case(cc::Exe::dlopener());
+    let pre = cc::Lib::new("libedpre.so.1").build(&c.top.join("pre/libedpre-custom.so"));
+    let other = c.top.join("other");
+    cc::Lib::new("libedpre.so.1").build(&other.join("libedpre.so.1"));
+    let llp = other.to_str().unwrap();
+    let env = Env::from_pairs([
+        ("LD_LIBRARY_PATH", llp),
+        ("LD_PRELOAD", pre.to_str().unwrap()),
+    ]);
+    let loader = Loader::new(&Root::host(), &env);
+    let ours = loader.resolve("libedpre.so.1", &app(&c));
+    assert_eq!(ours.path.as_deref(), Some(pre.as_path()));
+    assert_eq!(ours.found_via, Some(FoundVia::Preload));
+    let dbg = cc::ld_debug(
+        &c.exe,
+        &["libedpre.so.1"],
+        &[
+            ("LD_LIBRARY_PATH", llp),
+            ("LD_PRELOAD", pre.to_str().unwrap()),
+        ],
+        None,
+    );
+    assert!(dbg.stdout.starts_with("ok"), "{}", dbg.stdout);
+    assert!(
+        dbg.log
+            .contains(&format!("calling init: {}", pre.display())),
+        "{}",
+        dbg.log
+    );
+    assert!(
+        !dbg.log.contains("find library=libedpre.so.1"),
+        "{}",
+        dbg.log
+    );
+    assert!(!dbg
+        .log
+        .contains(&other.join("libedpre.so.1").display().to_string()));
+}

@@ -25,8 +25,14 @@
 //! - `x86-64-v3`: v2 + avx avx2 bmi1 bmi2 f16c fma abm(lzcnt) movbe xsave
 //! - `x86-64-v4`: v3 + avx512f avx512bw avx512cd avx512dq avx512vl
 //!
-//! The legacy hwcaps subdirectories glibc < 2.37 still probes (`tls/`, `x86_64/`) are not
-//! emulated.
+//! glibc's release is read from the root's `libc.so.6` ([`glibc_version`]): before 2.33 there
+//! are no `glibc-hwcaps` subdirectories; before 2.37 the legacy ones ([`LEGACY_SUBDIRS`]:
+//! `tls/`, `x86_64/`) follow them. An unknown release (a fixture root without libc) is taken
+//! as a current one.
+//!
+//! Step 0: an object already loaded under the name asked for, or with that DT_SONAME, is reused
+//! without a search; envdoctor knows the ones loaded before the program (`LD_PRELOAD`, split on
+//! spaces and colons, then `/etc/ld.so.preload`): `found_via` = `ld-preload`.
 //!
 //! Each candidate is checked as glibc's `open_verify` does ([`elf::check_header`]): a 32-bit or
 //! foreign-machine ELF is skipped and the search goes on; a file that is not ELF at all (a
@@ -109,6 +115,49 @@ pub fn default_dirs(root: &Root) -> Vec<PathBuf> {
     } else {
         ["/lib64", "/usr/lib64"].iter().map(PathBuf::from).collect()
     }
+}
+
+/// The legacy hwcaps subdirectories glibc 2.26–2.36 tries on x86-64 after the
+/// `glibc-hwcaps` ones (`ld.so --help` of 2.36: `tls`, platform `x86_64`, hwcap `x86_64`).
+pub const LEGACY_SUBDIRS: [&str; 5] = [
+    "tls/x86_64/x86_64",
+    "tls/x86_64",
+    "tls",
+    "x86_64/x86_64",
+    "x86_64",
+];
+
+/// The glibc release of `root`, from the highest `GLIBC_2.N` symbol version its `libc.so.6`
+/// defines. A release that added no new symbol version reads as the previous one (2.37 reads as
+/// 2.36): then legacy subdirectories that it no longer searches are tried as well, which only
+/// matters if such a directory exists.
+pub fn glibc_version(root: &Root, default_dirs: &[PathBuf]) -> Option<(u32, u32)> {
+    let libc = default_dirs
+        .iter()
+        .map(|d| d.join("libc.so.6"))
+        .find(|p| root.is_file(p))?;
+    let info = elf::read(root, &libc).ok()?;
+    info.version_defs
+        .iter()
+        .filter_map(|v| {
+            let rest = v.strip_prefix("GLIBC_")?;
+            let mut it = rest.split('.');
+            let major = it.next()?.parse().ok()?;
+            let minor = it.next()?.parse().ok()?;
+            Some((major, minor))
+        })
+        .max()
+}
+
+/// An object loaded before the program (`LD_PRELOAD`, `/etc/ld.so.preload`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preload {
+    /// The name as listed.
+    pub name: String,
+    /// The file loaded.
+    pub path: PathBuf,
+    /// Its DT_SONAME.
+    pub soname: Option<String>,
 }
 
 /// An object taking part in a search: a requester or one of the objects that loaded it.
@@ -212,6 +261,8 @@ impl Requester {
 /// Which step of the search found the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FoundVia {
+    /// Already loaded by `LD_PRELOAD` / `/etc/ld.so.preload` under that name or soname.
+    Preload,
     /// The name held a `/`.
     Path,
     /// DT_RPATH of the requester or of a loader.
@@ -227,9 +278,11 @@ pub enum FoundVia {
 }
 
 impl FoundVia {
-    /// `path`, `rpath`, `ld-library-path`, `runpath`, `ld-so-cache`, `default-dirs`.
+    /// `ld-preload`, `path`, `rpath`, `ld-library-path`, `runpath`, `ld-so-cache`,
+    /// `default-dirs`.
     pub fn as_str(self) -> &'static str {
         match self {
+            FoundVia::Preload => "ld-preload",
             FoundVia::Path => "path",
             FoundVia::Rpath => "rpath",
             FoundVia::LdLibraryPath => "ld-library-path",
@@ -311,6 +364,9 @@ pub struct Loader {
     class: ElfClass,
     machine: u16,
     cuda_dirs: Vec<PathBuf>,
+    glibc: Option<(u32, u32)>,
+    legacy_subdirs: Vec<&'static str>,
+    preloads: Vec<Preload>,
     /// Directories already found present or absent (glibc keeps the same memo), shared by
     /// clones: a search never re-walks a missing `glibc-hwcaps/<level>` directory.
     dir_memo: Arc<Mutex<HashMap<PathBuf, bool>>>,
@@ -345,13 +401,24 @@ impl Loader {
             .map(|t| hwcaps_from_cpuinfo(&t))
             .unwrap_or_default();
         let multiarch = is_multiarch(root);
-        Loader {
+        let defaults = default_dirs(root);
+        let glibc = glibc_version(root, &defaults);
+        // glibc-hwcaps subdirectories exist since 2.33; legacy ones were dropped in 2.37.
+        let hwcaps = match glibc {
+            Some(v) if v < (2, 33) => Vec::new(),
+            _ => hwcaps,
+        };
+        let legacy_subdirs = match glibc {
+            Some(v) if v < (2, 37) => LEGACY_SUBDIRS.to_vec(),
+            _ => Vec::new(),
+        };
+        let mut loader = Loader {
             root: root.clone(),
             env: env.clone(),
             cache,
             cache_error,
             hwcaps,
-            default_dirs: default_dirs(root),
+            default_dirs: defaults,
             lib: if multiarch {
                 "lib/x86_64-linux-gnu".into()
             } else {
@@ -365,8 +432,50 @@ impl Loader {
             class: ElfClass::Elf64,
             machine: EM_X86_64,
             cuda_dirs: cuda_lib_dirs(root),
+            glibc,
+            legacy_subdirs,
+            preloads: Vec::new(),
             dir_memo: Arc::new(Mutex::new(HashMap::new())),
+        };
+        loader.preloads = loader.find_preloads();
+        loader
+    }
+
+    /// The glibc release found in the root (`(2, 36)`), when its libc could be read.
+    pub fn glibc(&self) -> Option<(u32, u32)> {
+        self.glibc
+    }
+
+    /// Objects loaded before anything else (`LD_PRELOAD`, then `/etc/ld.so.preload`).
+    pub fn preloads(&self) -> &[Preload] {
+        &self.preloads
+    }
+
+    fn find_preloads(&self) -> Vec<Preload> {
+        let mut names: Vec<String> = Vec::new();
+        if let Some(v) = self.env.get("LD_PRELOAD") {
+            names.extend(
+                v.split([' ', ':'])
+                    .filter(|s| !s.is_empty())
+                    .map(String::from),
+            );
         }
+        if let Ok(text) = self
+            .root
+            .read_to_string_lossy(Path::new("/etc/ld.so.preload"))
+        {
+            names.extend(text.split_whitespace().map(String::from));
+        }
+        let main = Requester::new(Object::bare("/").main_executable());
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let res = self.resolve_searching(&name, &main);
+                let path = res.path.filter(|_| res.error.is_none())?;
+                let soname = elf::read(&self.root, &path).ok().and_then(|i| i.soname);
+                Some(Preload { name, path, soname })
+            })
+            .collect()
     }
 
     /// Replace the cache (tests, or a cache read elsewhere).
@@ -427,6 +536,26 @@ impl Loader {
 
     /// Resolve `name` for `req` exactly as `ld.so` would.
     pub fn resolve(&self, name: &str, req: &Requester) -> Resolution {
+        // An object already loaded under that name (preloaded) is reused, no search happens.
+        if let Some(p) = self
+            .preloads
+            .iter()
+            .find(|p| p.name == name || p.soname.as_deref() == Some(name))
+        {
+            return Resolution {
+                name: name.to_string(),
+                path: Some(p.path.clone()),
+                found_via: Some(FoundVia::Preload),
+                hwcaps: None,
+                tried: Vec::new(),
+                skipped: Vec::new(),
+                error: None,
+            };
+        }
+        self.resolve_searching(name, req)
+    }
+
+    fn resolve_searching(&self, name: &str, req: &Requester) -> Resolution {
         let mut res = Resolution {
             name: name.to_string(),
             path: None,
@@ -512,12 +641,17 @@ impl Loader {
             if !self.dir_exists(dir) {
                 continue;
             }
-            for level in &self.hwcaps {
-                let sub = dir.join("glibc-hwcaps").join(level);
+            let hw = self
+                .hwcaps
+                .iter()
+                .map(|l| (Path::new("glibc-hwcaps").join(l), *l));
+            let legacy = self.legacy_subdirs.iter().map(|l| (PathBuf::from(l), *l));
+            for (rel, label) in hw.chain(legacy) {
+                let sub = dir.join(rel);
                 if !self.dir_exists(&sub) {
                     continue;
                 }
-                if self.try_file(&sub.join(name), via, Some((*level).to_string()), res) {
+                if self.try_file(&sub.join(name), via, Some(label.to_string()), res) {
                     return true;
                 }
             }
@@ -757,6 +891,20 @@ mod tests {
         );
         assert!(hwcaps_from_cpuinfo("flags : fpu sse2").is_empty());
         assert!(hwcaps_from_cpuinfo("").is_empty());
+    }
+
+    #[test]
+    fn glibc_release_from_libc_version_definitions() {
+        let root = Root::host();
+        let dirs = default_dirs(&root);
+        if !dirs.iter().any(|d| root.is_file(&d.join("libc.so.6"))) {
+            return; // not a Debian-layout host
+        }
+        let v = glibc_version(&root, &dirs).unwrap();
+        assert_eq!(v.0, 2);
+        assert!(v.1 >= 17, "{v:?}");
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(glibc_version(&Root::new(t.path()), &dirs), None);
     }
 
     #[test]
