@@ -8,6 +8,7 @@
 //! abandoned, not joined: the process exits without waiting for it.
 
 pub mod env;
+pub mod gpu;
 pub mod host;
 pub mod python;
 
@@ -105,6 +106,11 @@ pub fn registry() -> Vec<Probe> {
             name: "python",
             stage: 1,
             run: python::probe,
+        },
+        Probe {
+            name: "gpu",
+            stage: 1,
+            run: gpu::probe,
         },
         Probe {
             name: "host",
