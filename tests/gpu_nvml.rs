@@ -93,7 +93,8 @@ fn two_gpus_one_held_by_a_foreign_process() {
         .iter()
         .find(|p| p["pid"] == me)
         .expect("our pid listed");
-    assert_eq!(ours["kind"], "compute");
+    // Listed by NVML as compute and as graphics: one entry, its memory counted once.
+    assert_eq!(ours["kind"], "compute+graphics");
     assert_eq!(ours["used_memory_mib"], 512);
     assert_eq!(ours["in_our_pid_namespace"], true);
     assert_eq!(ours["same_user"], true);
@@ -204,6 +205,8 @@ fn a_hang_in_the_second_device_keeps_the_first() {
     assert_eq!(gpus.len(), 1);
     assert_eq!(gpus[0]["name"], "NVIDIA H100 80GB HBM3");
     assert_eq!(gpus[0]["live"]["foreign_memory_mib"], 73403);
+    // With one device missing, CUDA_VISIBLE_DEVICES cannot be judged.
+    assert!(snap["nvml"].get("visible_devices").is_none());
 }
 
 #[test]
@@ -267,4 +270,38 @@ fn no_load_and_fake_roots_do_not_touch_nvml() {
     let snap: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(snap["nvml"]["status"], "not-probed");
     assert!(snap["nvml"]["reason"].as_str().unwrap().contains("--root"));
+}
+
+#[test]
+fn a_pre_r510_driver_still_gives_memory_and_processes() {
+    let out = Command::cargo_bin("envdoctor")
+        .unwrap()
+        .arg("snapshot")
+        .arg("--nvml-lib")
+        .arg(fake_nvml::legacy_library())
+        .env("FAKE_NVML_SCENARIO", "two-gpus")
+        .env("FAKE_NVML_OWN_PID", std::process::id().to_string())
+        .env("FAKE_NVML_FOREIGN_PID", absent_pid().to_string())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let snap: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(snap["nvml"]["status"], "ok");
+    assert_eq!(snap["nvml"]["driver_version"], "470.256.02");
+    assert_eq!(snap["nvml"]["cuda_driver_version"], "11.4");
+    let g0 = &snap["gpus"][0];
+    assert_eq!(g0["memory_total_mib"], 81559);
+    assert_eq!(g0["live"]["memory_used_mib"], 74515);
+    assert_eq!(g0["live"]["foreign_memory_mib"], 73403);
+    assert_eq!(g0["live"]["processes"].as_array().unwrap().len(), 2);
+    assert!(
+        !snap["probe_errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["probe"] == "gpu"),
+        "{}",
+        snap["probe_errors"]
+    );
 }

@@ -122,7 +122,7 @@ pub struct GpuLive {
 pub struct GpuProcess {
     /// Pid as NVML reports it (a host pid).
     pub pid: u32,
-    /// `compute` or `graphics`.
+    /// `compute`, `graphics`, or `compute+graphics` (NVML lists such a process twice).
     pub kind: String,
     /// GPU memory used, MiB (when NVML tells).
     #[serde(default, skip_serializing_if = "Option::is_none")]

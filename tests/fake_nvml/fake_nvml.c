@@ -3,21 +3,26 @@
  * the calls envdoctor makes, with the signatures and struct layouts of nvml.h, and answers
  * with fixture data.
  *
- * nvml-wrapper resolves symbols one by one (a missing one is an error only when called), so
- * only the functions envdoctor calls are exported; everything else it might call answers
- * NVML_ERROR_NOT_SUPPORTED.
+ * nvml-wrapper-sys resolves every symbol at load time but keeps a Result per symbol (a missing
+ * one is an error only when it is called), so only the functions envdoctor calls are exported;
+ * a query the fake device lacks answers NVML_ERROR_NOT_SUPPORTED, as real NVML does.
  *
  * The scenario is chosen at nvmlInit_v2 time by FAKE_NVML_SCENARIO:
  *   two-gpus (default)  GPU 0: H100, DEFAULT compute mode, persistence on, a foreign process
  *                       (pid FAKE_NVML_FOREIGN_PID) holding 90% of its memory and one of ours
- *                       (pid FAKE_NVML_OWN_PID); GPU 1: A100, EXCLUSIVE_PROCESS, MIG enabled
- *                       with two MIG devices, utilisation not supported, one graphics process.
+ *                       (pid FAKE_NVML_OWN_PID) that also has a graphics context;
+ *                       GPU 1: A100, EXCLUSIVE_PROCESS, MIG enabled with two MIG devices,
+ *                       utilisation not supported, one graphics process.
  *   hang                nvmlInit_v2 never returns (a wedged driver).
  *   hang-device         init and GPU 0 answer; every query of GPU 1's processes blocks.
  *   mismatch            nvmlInit_v2 returns NVML_ERROR_LIB_RM_VERSION_MISMATCH.
  *   no-driver           nvmlInit_v2 returns NVML_ERROR_DRIVER_NOT_LOADED.
  *   no-devices          init works, nvmlDeviceGetCount_v2 says 0.
  *   crash               nvmlInit_v2 dereferences NULL.
+ *
+ * Compiled with -DFAKE_NVML_LEGACY it looks like a pre-R510 driver (470.256.02, CUDA 11.4):
+ * nvmlDeviceGetMemoryInfo_v2 and the _v3 process lists are not exported, only
+ * nvmlDeviceGetMemoryInfo (v1) and the _v2 lists.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +60,20 @@ typedef struct {
     unsigned long long usedGpuMemory;
     unsigned int gpuInstanceId, computeInstanceId;
 } nvmlProcessInfo_t;
+
+#ifdef FAKE_NVML_LEGACY
+#define DRIVER_VERSION "470.256.02"
+#define NVML_VERSION "11.470.256.02"
+#define CUDA_VERSION 11040
+#else
+#define DRIVER_VERSION "580.65.06"
+#define NVML_VERSION "13.580.65.06"
+#define CUDA_VERSION 13000
+#endif
+
+typedef struct {
+    unsigned long long total, free, used;
+} nvmlMemory_t;
 
 #define MIB (1024ULL * 1024ULL)
 #define MAX_PROCS 4
@@ -118,6 +137,9 @@ static void load_two_gpus(int hang_device)
     g->compute[1].pid = own;
     g->compute[1].used = 512ULL * MIB;
     g->n_compute = 2;
+    g->graphics[0].pid = own; /* a C+G process: listed in both lists */
+    g->graphics[0].used = 512ULL * MIB;
+    g->n_graphics = 1;
     g->used = 73403ULL * MIB + 512ULL * MIB + 600ULL * MIB; /* + driver reserve */
     g->util = 97;
     g->compute_mode = 0; /* DEFAULT */
@@ -207,19 +229,19 @@ static nvmlReturn_t copy_str(char *dst, unsigned int len, const char *src)
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int len)
 {
-    return initialised ? copy_str(v, len, "580.65.06") : NVML_ERROR_UNINITIALIZED;
+    return initialised ? copy_str(v, len, DRIVER_VERSION) : NVML_ERROR_UNINITIALIZED;
 }
 
 nvmlReturn_t nvmlSystemGetNVMLVersion(char *v, unsigned int len)
 {
-    return initialised ? copy_str(v, len, "13.580.65.06") : NVML_ERROR_UNINITIALIZED;
+    return initialised ? copy_str(v, len, NVML_VERSION) : NVML_ERROR_UNINITIALIZED;
 }
 
 nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
 {
     if (!initialised)
         return NVML_ERROR_UNINITIALIZED;
-    *v = 13000;
+    *v = CUDA_VERSION;
     return NVML_SUCCESS;
 }
 
@@ -284,6 +306,17 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int 
     return NVML_SUCCESS;
 }
 
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
+{
+    if (d->is_mig)
+        return NVML_ERROR_NOT_SUPPORTED;
+    m->total = d->total;
+    m->used = d->used;
+    m->free = d->total - d->used;
+    return NVML_SUCCESS;
+}
+
+#ifndef FAKE_NVML_LEGACY
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
 {
     if (d->is_mig)
@@ -296,6 +329,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
     m->free = d->total - d->used;
     return NVML_SUCCESS;
 }
+#endif
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
 {
@@ -362,6 +396,7 @@ static nvmlReturn_t list(const struct fake_device *d, int n, const struct proc *
     return NVML_SUCCESS;
 }
 
+#ifndef FAKE_NVML_LEGACY
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *count,
                                                      nvmlProcessInfo_t *out)
 {
@@ -369,6 +404,19 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned in
 }
 
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned int *count,
+                                                      nvmlProcessInfo_t *out)
+{
+    return list(d, d->n_graphics, d->graphics, count, out);
+}
+#endif
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *count,
+                                                     nvmlProcessInfo_t *out)
+{
+    return list(d, d->n_compute, d->compute, count, out);
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned int *count,
                                                       nvmlProcessInfo_t *out)
 {
     return list(d, d->n_graphics, d->graphics, count, out);

@@ -239,10 +239,16 @@ fn device(nvml: &Nvml, index: u32) -> RawDevice {
         errs,
     )
     .map(|c| format!("{}.{}", c.major, c.minor));
-    if let Some(m) = opt(dev.memory_info(), "nvmlDeviceGetMemoryInfo_v2", errs) {
-        d.memory_total = Some(m.total);
-        d.memory_used = Some(m.used);
-        d.memory_free = Some(m.free);
+    let memory = match dev.memory_info() {
+        Ok(m) => Ok((m.total, m.used, m.free)),
+        // Drivers before R510 have only the v1 call.
+        Err(NvmlError::FailedToLoadSymbol(_)) => legacy::memory(nvml, &dev),
+        Err(e) => Err(e),
+    };
+    if let Some((total, used, free)) = opt(memory, "nvmlDeviceGetMemoryInfo", errs) {
+        d.memory_total = Some(total);
+        d.memory_used = Some(used);
+        d.memory_free = Some(free);
     }
     d.utilization_gpu = opt(
         dev.utilization_rates(),
@@ -285,34 +291,108 @@ fn device(nvml: &Nvml, index: u32) -> RawDevice {
             }
         }
     }
-    for (kind, list) in [
-        (
-            "compute",
-            opt(
-                dev.running_compute_processes(),
-                "nvmlDeviceGetComputeRunningProcesses_v3",
-                errs,
-            ),
-        ),
-        (
-            "graphics",
-            opt(
-                dev.running_graphics_processes(),
-                "nvmlDeviceGetGraphicsRunningProcesses_v3",
-                errs,
-            ),
-        ),
-    ] {
-        for p in list.unwrap_or_default() {
-            d.processes.push(RawProcess {
-                pid: p.pid,
-                kind: kind.to_string(),
-                used_bytes: match p.used_gpu_memory {
-                    UsedGpuMemory::Used(b) => Some(b),
-                    UsedGpuMemory::Unavailable => None,
-                },
-            });
-        }
+    for kind in ["compute", "graphics"] {
+        let current = if kind == "compute" {
+            dev.running_compute_processes()
+        } else {
+            dev.running_graphics_processes()
+        };
+        let list = match current {
+            Ok(list) => Ok(list
+                .into_iter()
+                .map(|p| RawProcess {
+                    pid: p.pid,
+                    kind: kind.to_string(),
+                    used_bytes: match p.used_gpu_memory {
+                        UsedGpuMemory::Used(b) => Some(b),
+                        UsedGpuMemory::Unavailable => None,
+                    },
+                })
+                .collect()),
+            // Drivers before R510 have only the _v2 lists.
+            Err(NvmlError::FailedToLoadSymbol(_)) => legacy::processes(nvml, &dev, kind),
+            Err(e) => Err(e),
+        };
+        let call = format!(
+            "nvmlDevice{}RunningProcesses",
+            if kind == "compute" {
+                "GetCompute"
+            } else {
+                "GetGraphics"
+            }
+        );
+        d.processes
+            .extend(opt(list, &call, errs).unwrap_or_default());
     }
     d
+}
+
+/// The pre-R510 entry points nvml-wrapper does not call: `nvmlDeviceGetMemoryInfo` (v1) and
+/// the `_v2` process lists.
+mod legacy {
+    use super::RawProcess;
+    use nvml_wrapper::error::{nvml_try, NvmlError};
+    use nvml_wrapper::{Device, Nvml};
+    use nvml_wrapper_sys::bindings::{
+        nvmlMemory_t, nvmlProcessInfo_v2_t, nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE,
+        nvmlReturn_enum_NVML_SUCCESS,
+    };
+
+    const NOT_AVAILABLE: u64 = u64::MAX;
+
+    /// (total, used, free) bytes.
+    pub fn memory(nvml: &Nvml, dev: &Device) -> Result<(u64, u64, u64), NvmlError> {
+        let f = nvml
+            .lib()
+            .nvmlDeviceGetMemoryInfo
+            .as_ref()
+            .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+        let mut m = nvmlMemory_t {
+            total: 0,
+            free: 0,
+            used: 0,
+        };
+        // SAFETY: a device handle from this NVML and a properly sized v1 struct.
+        nvml_try(unsafe { f(dev.handle(), &mut m) })?;
+        Ok((m.total, m.used, m.free))
+    }
+
+    pub fn processes(nvml: &Nvml, dev: &Device, kind: &str) -> Result<Vec<RawProcess>, NvmlError> {
+        let lib = nvml.lib();
+        let f = if kind == "compute" {
+            lib.nvmlDeviceGetComputeRunningProcesses_v2.as_ref()
+        } else {
+            lib.nvmlDeviceGetGraphicsRunningProcesses_v2.as_ref()
+        }
+        .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+        let mut count: u32 = 0;
+        // SAFETY: asking for the count with a null buffer is the documented protocol.
+        let r = unsafe { f(dev.handle(), &mut count, std::ptr::null_mut()) };
+        if r == nvmlReturn_enum_NVML_SUCCESS {
+            return Ok(Vec::new());
+        }
+        if r != nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE {
+            nvml_try(r)?;
+        }
+        // Headroom for processes that start between the two calls.
+        count += 5;
+        let empty = nvmlProcessInfo_v2_t {
+            pid: 0,
+            usedGpuMemory: 0,
+            gpuInstanceId: 0,
+            computeInstanceId: 0,
+        };
+        let mut buf = vec![empty; count as usize];
+        // SAFETY: `buf` holds `count` entries of the struct this entry point fills.
+        nvml_try(unsafe { f(dev.handle(), &mut count, buf.as_mut_ptr()) })?;
+        buf.truncate(count as usize);
+        Ok(buf
+            .into_iter()
+            .map(|p| RawProcess {
+                pid: p.pid,
+                kind: kind.to_string(),
+                used_bytes: (p.usedGpuMemory != NOT_AVAILABLE).then_some(p.usedGpuMemory),
+            })
+            .collect())
+    }
 }

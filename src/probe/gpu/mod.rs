@@ -372,7 +372,8 @@ pub fn assemble(ctx: &Context, run: ChildRun) -> (Nvml, Vec<Gpu>, Vec<ProbeError
         }
         gpus.push(to_gpu(ctx, &viewer, d));
     }
-    if matches!(nvml.status.as_str(), "ok" | "no-device" | "timeout") {
+    // Only a complete device list can say which entries match nothing.
+    if device_count == Some(gpus.len() as u32) {
         let ids: Vec<visible::DeviceId> = gpus
             .iter()
             .map(|g| visible::DeviceId {
@@ -420,6 +421,14 @@ fn to_gpu(ctx: &Context, viewer: &procs::Viewer, d: RawDevice) -> Gpu {
         ..Default::default()
     };
     for p in &d.processes {
+        // A process with both a compute and a graphics context is listed twice by NVML with
+        // the same memory: keep one entry, so nothing is counted twice.
+        if let Some(seen) = live.processes.iter_mut().find(|s| s.pid == p.pid) {
+            if !seen.kind.split('+').any(|k| k == p.kind) {
+                seen.kind = format!("{}+{}", seen.kind, p.kind);
+            }
+            continue;
+        }
         let gp = procs::attribute(
             ctx.root(),
             viewer,
