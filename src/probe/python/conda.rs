@@ -43,16 +43,20 @@ fn root_of(root: &Root, prefix: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The env name of a conda prefix: its directory name under an `envs/`, or `base` for a root.
+/// The env name of a conda prefix: its directory name under a root's `envs/` (or
+/// `~/.conda/envs/`), or `base` for a root.
 pub fn env_name(root: &Root, prefix: &Path) -> Option<String> {
     if is_root(root, prefix) {
         return Some("base".into());
     }
-    let parent = prefix.parent()?;
-    if parent.file_name()? == "envs" {
-        return Some(prefix.file_name()?.to_string_lossy().into_owned());
-    }
-    None
+    // Named only inside a conda root's `envs/` or `~/.conda/envs/`; elsewhere conda names an
+    // env by its path.
+    let envs = prefix.parent()?;
+    let above = envs.parent()?;
+    let named = envs.file_name()? == "envs"
+        && (above.file_name().is_some_and(|n| n == ".conda")
+            || root.is_dir(&above.join("conda-meta")));
+    named.then(|| prefix.file_name().map(|n| n.to_string_lossy().into_owned()))?
 }
 
 fn roots(c: &mut Collector) -> Vec<CondaRoot> {

@@ -138,6 +138,9 @@ pub fn pip_shebangs(c: &mut Collector) {
                 here = format!("{here} is a pyenv shim; {}", r.how);
                 script = r.path;
             }
+            if !script.is_absolute() {
+                continue;
+            }
             let Some(head) = read_head(c, &script) else {
                 continue;
             };
