@@ -210,12 +210,23 @@ fn pyenv_system_and_missing_versions() {
         "python3 (PATH entry 0: /home/u/.pyenv/shims) is a pyenv shim; version system from \
          PYENV_VERSION=system: PATH entry 1: /usr/bin/python3"
     ));
-    // A version that is not installed is a fact: the interpreter pyenv would need is missing.
+    // A version that is not installed: `python3` falls back to the system one, as `pyenv which`
+    // does; `python`, which the system lacks, is a missing interpreter (a fact).
     let s = snapshot(&fixture("py-pyenv"), None, &env("3.9.0"));
-    let p = py(&s, "/home/u/.pyenv/versions/3.9.0/bin/python3");
+    assert!(has_source(
+        py(&s, "/usr/bin/python3"),
+        "pyenv-shim",
+        "python3 (PATH entry 0: /home/u/.pyenv/shims) is a pyenv shim; version 3.9.0 from \
+         PYENV_VERSION=3.9.0 is not installed; falls back to system: PATH entry 1: /usr/bin/python3"
+    ));
+    let p = py(&s, "/home/u/.pyenv/versions/3.9.0/bin/python");
     assert_eq!(p["exists"], false);
     assert!(p.get("canonical_path").is_none());
-    assert!(has_source(p, "pyenv-shim", "is not installed"));
+    assert!(has_source(
+        p,
+        "pyenv-shim",
+        "version 3.9.0 from PYENV_VERSION=3.9.0 is not installed"
+    ));
     // The first version that has the command wins.
     let s = snapshot(&fixture("py-pyenv"), None, &env("3.9.0:3.10.13"));
     assert!(has_source(
@@ -367,7 +378,7 @@ fn ides_project_envs_and_kernels() {
     // PyCharm's project SDK through jdk.table.xml, and the kernel inside that env.
     let pc = py(&s, "/home/u/venvs/pc/bin/python");
     assert_eq!(
-        sources(pc)[0],
+        sources(pc)[1],
         (
             "pycharm".to_string(),
             "/home/u/proj/.idea/misc.xml project SDK \"Python 3.11 (pc)\" -> \
@@ -380,6 +391,12 @@ fn ides_project_envs_and_kernels() {
         pc,
         "jupyter-kernel",
         "/home/u/venvs/pc/share/jupyter/kernels/pc/kernel.json"
+    ));
+    // pip's `#!/bin/sh` + `'''exec'` form for long or spaced paths.
+    assert!(has_source(
+        pc,
+        "pip-shebang",
+        "pip (PATH entry 0: /usr/bin): #!/bin/sh + '''exec' \"/home/u/venvs/pc/bin/python\""
     ));
     // Poetry and Pipenv envs of this project only.
     let poetry = py(
@@ -399,6 +416,11 @@ fn ides_project_envs_and_kernels() {
         "jupyter-kernel",
         "/usr/share/jupyter/kernels/python3/kernel.json argv[0] = \"python3\"; \
          PATH lookup: /usr/bin/python3"
+    ));
+    assert!(has_source(
+        sys,
+        "pip-shebang",
+        "pip3.11 (PATH entry 0: /usr/bin): #!/usr/bin/env python3; PATH lookup: /usr/bin/python3"
     ));
     let all = paths(&s);
     assert!(
@@ -659,4 +681,137 @@ fn real_venvs_are_found_and_not_merged_with_their_base() {
         .collect();
     assert_eq!(base.len(), 1, "{:?}", paths(&s));
     assert!(kinds(base[0]).iter().any(|k| k == "path"));
+}
+
+/// The hints discovery hands to inspection (kind, conda env name), read through the library.
+#[test]
+fn hints_for_inspection() {
+    use envdoctor::probe::python::discovery::discover;
+    use envdoctor::probe::{Context, Options};
+    use envdoctor::root::{Env, Root};
+    use envdoctor::snapshot::python::PythonKind;
+    use std::sync::Arc;
+
+    let env = Env::from_pairs([
+        ("PATH", "/home/u/miniconda3/envs/ml/bin:/usr/bin"),
+        ("HOME", "/home/u"),
+        ("CONDA_PREFIX", "/home/u/miniconda3/envs/ml"),
+        ("CONDA_EXE", "/home/u/miniconda3/bin/conda"),
+    ]);
+    let mut opts = Options::new(Root::new(fixture("py-conda")), env);
+    opts.project = Some(PathBuf::from("/home/u/proj"));
+    let ctx = Context {
+        opts: Arc::new(opts),
+        earlier: Arc::new(envdoctor::Snapshot::empty()),
+        deadline: std::time::Instant::now() + std::time::Duration::from_secs(60),
+    };
+    let mut errs = Vec::new();
+    let found = discover(&ctx, &mut errs);
+    assert!(errs.is_empty(), "{errs:?}");
+    let get = |p: &str| {
+        found
+            .iter()
+            .find(|f| f.path == Path::new(p))
+            .unwrap_or_else(|| panic!("{p} not found"))
+    };
+    let hint = |p: &str| (get(p).kind_hint, get(p).conda_env.clone());
+    let conda = Some(PythonKind::Conda);
+    assert_eq!(
+        hint("/home/u/miniconda3/envs/ml/bin/python"),
+        (conda, Some("ml".into()))
+    );
+    assert_eq!(
+        hint("/home/u/miniconda3/bin/python"),
+        (conda, Some("base".into()))
+    );
+    assert_eq!(
+        hint("/home/u/miniconda3/envs/tf/bin/python"),
+        (conda, Some("tf".into()))
+    );
+    // Made with --prefix outside any envs dir: conda names it by path only.
+    assert_eq!(hint("/data/envs/extra/bin/python"), (conda, None));
+    assert_eq!(hint("/usr/bin/python3"), (Some(PythonKind::System), None));
+    // Discovery order: the active env first.
+    assert_eq!(
+        found[0].path,
+        Path::new("/home/u/miniconda3/envs/ml/bin/python")
+    );
+}
+
+/// On a machine with pyenv (this developer machine has one), the shim resolution agrees with
+/// `pyenv which python3` for the global version and for each `.python-version` we write.
+#[test]
+fn pyenv_which_agrees_on_this_machine() {
+    let pyenv_ok = std::process::Command::new("pyenv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let first_python3 = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("python3"))
+            .find(|c| c.is_file())
+    });
+    let on_shim = first_python3
+        .as_ref()
+        .is_some_and(|p| p.parent().is_some_and(|d| d.ends_with("shims")));
+    if !pyenv_ok || !on_shim {
+        eprintln!("skipping: no pyenv shim first on PATH here ({first_python3:?})");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let proj = fs::canonicalize(t.path()).unwrap();
+    let installed = std::process::Command::new("pyenv")
+        .args(["versions", "--bare", "--skip-aliases"])
+        .output()
+        .unwrap();
+    let installed: Vec<String> = String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .filter(|v| !v.contains('/'))
+        .map(String::from)
+        .collect();
+    let mut cases: Vec<Option<String>> = vec![None];
+    cases.extend(installed.iter().take(3).cloned().map(Some));
+    for case in cases {
+        if let Some(v) = &case {
+            fs::write(proj.join(".python-version"), format!("{v}\n")).unwrap();
+        }
+        let which = std::process::Command::new("pyenv")
+            .args(["which", "python3"])
+            .current_dir(&proj)
+            .env_remove("PYENV_DIR")
+            .output()
+            .unwrap();
+        let out = Command::cargo_bin("envdoctor")
+            .unwrap()
+            .env_remove("PYENV_DIR")
+            .args(["snapshot", "--deadline", "60", "--project"])
+            .arg(&proj)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let s: Value = serde_json::from_slice(&out).unwrap();
+        let shimmed: Vec<&Value> = pythons(&s)
+            .iter()
+            .filter(|p| {
+                sources(p)
+                    .iter()
+                    .any(|(k, d)| k == "pyenv-shim" && d.starts_with("python3 (PATH entry"))
+            })
+            .collect();
+        assert_eq!(shimmed.len(), 1, "case {case:?}: {:?}", paths(&s));
+        if which.status.success() {
+            let want = String::from_utf8_lossy(&which.stdout).trim().to_string();
+            let want = fs::canonicalize(&want).unwrap();
+            assert_eq!(
+                shimmed[0]["canonical_path"],
+                want.to_str().unwrap(),
+                "case {case:?}: {:?}",
+                sources(shimmed[0])
+            );
+        } else {
+            assert_eq!(shimmed[0]["exists"], false, "case {case:?}");
+        }
+    }
 }

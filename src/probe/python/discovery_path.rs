@@ -106,6 +106,11 @@ pub fn path_interpreters(c: &mut Collector) {
             }
             if let Some(shim) = super::pyenv::shim_root(c, &p) {
                 let r = super::pyenv::resolve_shim(c, &shim, &name);
+                // pyenv makes a shim for every command of every installed version; a versioned
+                // one the selected versions lack is an artefact of that, not a reference.
+                if !c.root.exists(&r.path) && name != "python" && name != "python3" {
+                    continue;
+                }
                 let detail = format!("{here} is a pyenv shim; {}", r.how);
                 c.add(
                     &r.path,

@@ -6,13 +6,16 @@
 //! line it carries, else `$PYENV_ROOT`, else `$HOME/.pyenv`. The version is chosen as pyenv
 //! does: `$PYENV_VERSION` (colon-separated, first that has the command wins), else the first
 //! `.python-version` in the project directory or its parents, else `$PYENV_ROOT/version`, else
-//! `system` (the first non-shim of that name on PATH). A version prefix such as `3.11` resolves
-//! to the newest installed `3.11.N`, as `pyenv latest` does.
+//! `system`. The first selected version that has the command wins, then (as `pyenv which` does)
+//! the system one: the first non-shim of that name on PATH. A version prefix such as `3.11`
+//! resolves to the newest installed `3.11.N`, as `pyenv latest` does.
 //!
 //! Source detail of a resolved shim (after the PATH part): `version 3.11.7 from
 //! PYENV_VERSION=3.11.7`, `version 3.10.13 (from 3.10) from /proj/.python-version`, `version
-//! system from /home/u/.pyenv/version: PATH entry 3: /usr/bin/python3`, or `version 3.9.1 from
-//! ... is not installed`. An installed version's detail is its directory.
+//! system from /home/u/.pyenv/version: PATH entry 3: /usr/bin/python3`, `version 3.9.1 from
+//! PYENV_VERSION=3.9.1 is not installed; falls back to system: PATH entry 1: /usr/bin/python3`,
+//! or `version 3.9.1 from ... is not installed` when nothing has the command. An installed
+//! version's detail is its directory.
 
 use super::discovery::{
     env_path, interpreter_in, is_executable, prefix_kind, source, Collector, Hint,
@@ -101,11 +104,12 @@ fn selected(c: &mut Collector, pyenv_root: &Path) -> (Vec<String>, String) {
     (vec!["system".into()], "the default (no version set)".into())
 }
 
-/// The versions listed in a `.python-version` / `version` file (words; `#` starts a comment).
+/// The versions listed in a `.python-version` / `version` file, as `pyenv version-file-read`
+/// takes them: the first word of each line, `#` lines skipped, `..` refused.
 fn version_file(text: &str) -> Vec<String> {
     text.lines()
-        .map(|l| l.split('#').next().unwrap_or(""))
-        .flat_map(str::split_whitespace)
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| !w.starts_with('#') && !w.split('/').any(|part| part == ".."))
         .map(String::from)
         .collect()
 }
@@ -146,6 +150,22 @@ pub fn resolve_shim(c: &mut Collector, pyenv_root: &Path, name: &str) -> Resolve
                 format!("version {label} from {origin} is not installed")
             };
             first_missing = Some(Resolved { path: p, how: why });
+        }
+    }
+    // `pyenv which` falls back to the system command after the selected versions.
+    if !versions.iter().any(|v| v == "system") {
+        if let Some((i, p)) = system_command(c, name) {
+            let why = match &first_missing {
+                Some(m) => m.how.clone(),
+                None => format!("version {} from {origin}", versions.join(":")),
+            };
+            return Resolved {
+                how: format!(
+                    "{why}; falls back to system: PATH entry {i}: {}",
+                    p.display()
+                ),
+                path: p,
+            };
         }
     }
     first_missing.unwrap_or_else(|| Resolved {
@@ -222,7 +242,7 @@ mod tests {
     #[test]
     fn version_files() {
         assert_eq!(
-            version_file("3.11.7\n# a comment\n3.10 system # trailing\n\n"),
+            version_file("3.11.7 ignored\n# a comment\n  3.10\nsystem # trailing\n../../x\n\n"),
             vec!["3.11.7", "3.10", "system"]
         );
         assert!(version_file("\n# only a comment\n").is_empty());
