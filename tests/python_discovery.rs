@@ -377,8 +377,14 @@ fn ides_project_envs_and_kernels() {
     ));
     // PyCharm's project SDK through jdk.table.xml, and the kernel inside that env.
     let pc = py(&s, "/home/u/venvs/pc/bin/python");
+    assert!(has_source(
+        pc,
+        "vscode",
+        "/home/u/.config/Code/User/settings.json python.defaultInterpreterPath = \
+         \"${userHome}/venvs/pc/bin/python\""
+    ));
     assert_eq!(
-        sources(pc)[1],
+        sources(pc)[2],
         (
             "pycharm".to_string(),
             "/home/u/proj/.idea/misc.xml project SDK \"Python 3.11 (pc)\" -> \

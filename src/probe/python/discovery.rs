@@ -13,7 +13,9 @@
 //!   interpreter; its key is `(realpath(<prefix>), realpath(path))`. A venv's `bin/python` is a
 //!   link to its base interpreter, but Python finds `pyvenv.cfg` beside the link it was started
 //!   through, so each venv keeps its own identity and is never merged with its base (nor with
-//!   another venv on the same base); `bin/python` and `bin/python3` of one venv merge;
+//!   another venv on the same base); `bin/python` and `bin/python3` of one venv merge. As in
+//!   PEP 405, only the path as named counts: a link elsewhere (`~/bin/py`) pointing *into* a
+//!   venv's `bin/` finds no `pyvenv.cfg` beside itself, so it is keyed as the base interpreter;
 //! - any other existing path: `realpath(path)` (all links followed inside the root);
 //! - a path that does not exist (or is a dangling link, or a loop): the path itself,
 //!   lexically normalised. It is kept with `canonical: None` — a reference to a missing
@@ -39,7 +41,9 @@ pub const PROBE: &str = "python";
 /// One interpreter found, before inspection.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Found {
-    /// The interpreter as first named (not canonicalised).
+    /// The interpreter as first named (not canonicalised). Absolute, except for a bare command
+    /// name (`python`) that a reference looked up on PATH without finding it (then `canonical`
+    /// is `None`).
     pub path: PathBuf,
     /// Where it resolves to; `None` when it does not exist.
     pub canonical: Option<PathBuf>,

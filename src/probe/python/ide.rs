@@ -1,8 +1,9 @@
 //! Interpreters named by editors and notebooks: VS Code workspace settings, the PyCharm project
 //! SDK, and Jupyter kernelspecs. Files are parsed, never acted on.
 //!
-//! - VS Code: `<project>/.vscode/settings.json` (JSON with comments and trailing commas),
-//!   `python.defaultInterpreterPath` and `python.pythonPath`, with `${workspaceFolder}`,
+//! - VS Code: `<project>/.vscode/settings.json`, then the user's
+//!   `${XDG_CONFIG_HOME:-~/.config}/Code/User/settings.json` (JSON with comments and trailing
+//!   commas), `python.defaultInterpreterPath` and `python.pythonPath`, with `${workspaceFolder}`,
 //!   `${workspaceFolderBasename}`, `${userHome}`, `${env:NAME}` and a leading `~` expanded; a
 //!   relative path is taken from the project, a bare name is looked up on PATH, a directory
 //!   stands for its `bin/python`. Detail: `<file> python.defaultInterpreterPath = "<raw>"`.
@@ -82,25 +83,39 @@ fn expand_vscode(c: &Collector, project: &Path, raw: &str) -> String {
     s
 }
 
-/// `python.defaultInterpreterPath` / `python.pythonPath` in the project's VS Code settings.
+/// `python.defaultInterpreterPath` / `python.pythonPath` in the project's VS Code settings, then
+/// in the user's (`${XDG_CONFIG_HOME:-~/.config}/Code/User/settings.json`).
 pub fn vscode(c: &mut Collector) {
-    let Some(project) = c.project.clone() else {
-        return;
-    };
-    let file = project.join(".vscode/settings.json");
-    let Some(text) = c.read_text(&file) else {
+    let project = c.project.clone();
+    if let Some(p) = &project {
+        vscode_file(c, &p.join(".vscode/settings.json"), project.as_deref());
+    }
+    let config = env_path(c.env, "XDG_CONFIG_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| c.home().map(|h| h.join(".config")));
+    if let Some(config) = config {
+        vscode_file(
+            c,
+            &config.join("Code/User/settings.json"),
+            project.as_deref(),
+        );
+    }
+}
+
+fn vscode_file(c: &mut Collector, file: &Path, project: Option<&Path>) {
+    let Some(text) = c.read_text(file) else {
         return;
     };
     let value = match jsonc_parser::parse_to_serde_value(&text, &Default::default()) {
         Ok(Some(v)) => v,
         Ok(None) => return,
         Err(e) => {
-            c.error(&file, format!("invalid settings.json: {e}"));
+            c.error(file, format!("invalid settings.json: {e}"));
             return;
         }
     };
     let Some(obj) = value.as_object() else {
-        c.error(&file, "invalid settings.json: not a JSON object");
+        c.error(file, "invalid settings.json: not a JSON object");
         return;
     };
     for key in ["python.defaultInterpreterPath", "python.pythonPath"] {
@@ -108,15 +123,25 @@ pub fn vscode(c: &mut Collector) {
             continue;
         };
         let Some(raw) = v.as_str() else {
-            c.error(&file, format!("{key} is not a string"));
+            c.error(file, format!("{key} is not a string"));
             continue;
         };
-        if raw.trim().is_empty() {
+        let raw = raw.trim();
+        if raw.is_empty() {
             continue;
         }
         let detail = format!("{} {key} = {v}", file.display());
-        let expanded = expand_vscode(c, &project, raw.trim());
-        add_reference(c, &expanded, &project, SourceKind::Vscode, detail);
+        let expanded = match project {
+            Some(p) => expand_vscode(c, p, raw),
+            // Without a workspace, workspace-relative values name nothing.
+            None if raw.contains("${workspace") => continue,
+            None => expand_vscode(c, Path::new("/"), raw),
+        };
+        if !expanded.starts_with('/') && expanded.contains('/') && project.is_none() {
+            continue;
+        }
+        let base = project.unwrap_or(Path::new("/"));
+        add_reference(c, &expanded, base, SourceKind::Vscode, detail);
     }
 }
 
