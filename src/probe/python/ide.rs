@@ -72,15 +72,19 @@ fn expand_vscode(c: &Collector, project: &Path, raw: &str) -> String {
     if let Some(h) = &home {
         s = s.replace("${userHome}", h);
     }
-    while let Some(start) = s.find("${env:") {
-        let Some(len) = s[start..].find('}') else {
+    // `${env:NAME}`, left to right (a value is never expanded again).
+    let mut out = String::new();
+    let mut rest = s.as_str();
+    while let Some(start) = rest.find("${env:") {
+        let Some(len) = rest[start..].find('}') else {
             break;
         };
-        let var = &s[start + 6..start + len];
-        let val = c.env.get(var).unwrap_or("").to_string();
-        s.replace_range(start..start + len + 1, &val);
+        out.push_str(&rest[..start]);
+        out.push_str(c.env.get(&rest[start + 6..start + len]).unwrap_or(""));
+        rest = &rest[start + len + 1..];
     }
-    s
+    out.push_str(rest);
+    out
 }
 
 /// `python.defaultInterpreterPath` / `python.pythonPath` in the project's VS Code settings, then
@@ -137,6 +141,10 @@ fn vscode_file(c: &mut Collector, file: &Path, project: Option<&Path>) {
             None if raw.contains("${workspace") => continue,
             None => expand_vscode(c, Path::new("/"), raw),
         };
+        if expanded.contains("${") {
+            // `${command:...}` and friends are only known inside VS Code.
+            continue;
+        }
         if !expanded.starts_with('/') && expanded.contains('/') && project.is_none() {
             continue;
         }
@@ -305,5 +313,38 @@ pub fn jupyter(c: &mut Collector) {
             let raw = argv0.replace("{resource_dir}", &kernel.to_string_lossy());
             add_reference(c, &raw, &kernel, SourceKind::JupyterKernel, detail);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::root::{Env, Root};
+
+    #[test]
+    fn vscode_variables() {
+        let root = Root::new("/nonexistent-root");
+        let env = Env::from_pairs([("HOME", "/home/u"), ("LOOP", "${env:LOOP}"), ("V", "venv")]);
+        let mut errors = Vec::new();
+        let c = Collector::new(&root, &env, None, &mut errors);
+        let p = Path::new("/w/proj");
+        let x = |raw: &str| expand_vscode(&c, p, raw);
+        assert_eq!(
+            x("${workspaceFolder}/.venv/bin/python"),
+            "/w/proj/.venv/bin/python"
+        );
+        assert_eq!(
+            x("~/envs/${workspaceFolderBasename}/bin/python"),
+            "/home/u/envs/proj/bin/python"
+        );
+        assert_eq!(
+            x("${userHome}/${env:V}/bin/python"),
+            "/home/u/venv/bin/python"
+        );
+        // A value that names itself is expanded once, not forever.
+        assert_eq!(x("/a/${env:LOOP}/b"), "/a/${env:LOOP}/b");
+        assert_eq!(x("${env:UNSET}python"), "python");
+        assert_eq!(x("~user/x"), "~user/x");
+        assert_eq!(x("/open/${env:"), "/open/${env:");
     }
 }
