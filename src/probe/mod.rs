@@ -8,6 +8,9 @@
 //! abandoned, not joined: the process exits without waiting for it.
 
 pub mod cuda;
+pub mod env;
+pub mod gpu;
+pub mod host;
 pub mod libs;
 pub mod python;
 
@@ -110,6 +113,21 @@ pub fn registry() -> Vec<Probe> {
             name: "cuda",
             stage: 1,
             run: cuda::probe,
+        },
+        Probe {
+            name: "gpu",
+            stage: 1,
+            run: gpu::probe,
+        },
+        Probe {
+            name: "host",
+            stage: 1,
+            run: host::probe,
+        },
+        Probe {
+            name: "env",
+            stage: 1,
+            run: env::probe,
         },
     ]
 }
