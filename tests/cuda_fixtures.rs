@@ -180,13 +180,26 @@ fn cuda111_with_a_generated_cache() {
         Some(Path::new("/usr/local/cuda/lib64/libcusolver.so.11"))
     );
 
+    assert!(c.get("dangling").is_none());
+
     cc::Lib::new("libcusparse.so.11").build(&lib64.join("libcusparse.so.11.3.0.10"));
+    std::fs::remove_file(lib64.join("libcusolver.so.11.0.1.105")).unwrap();
     let snap = snapshot(&m, &[]);
     let c = &snap["cuda"]["ld_cache"];
     assert_eq!(c["stale"], true);
     assert_eq!(
         strs(&c["stale_files"]),
         vec!["/usr/local/cuda/lib64/libcusparse.so.11.3.0.10"]
+    );
+    // ldconfig also cached the development link `libcusolver.so`: both now lead nowhere.
+    let mut dangling = strs(&c["dangling"]);
+    dangling.sort();
+    assert_eq!(
+        dangling,
+        vec![
+            "libcusolver.so => /usr/local/cuda/lib64/libcusolver.so",
+            "libcusolver.so.11 => /usr/local/cuda/lib64/libcusolver.so.11"
+        ]
     );
 }
 

@@ -410,3 +410,54 @@ fn preloaded_soname_is_reused() {
         .log
         .contains(&other.join("libedpre.so.1").display().to_string()));
 }
+
+/// `-z nodefaultlib` (DF_1_NODEFLIB) on the requester: cache entries under the default dirs and
+/// the default dirs themselves are skipped for its dependencies.
+#[test]
+fn nodeflib_skips_system_cache_entries_and_default_dirs() {
+    let root = Root::host();
+    let loader = Loader::new(&root, &env(None));
+    let Some(cache) = loader.cache() else {
+        eprintln!("skipped: no readable /etc/ld.so.cache");
+        return;
+    };
+    let Some(dep) = ["libz.so.1", "libexpat.so.1", "libgcc_s.so.1"]
+        .into_iter()
+        .find(|n| cache.lookup(n, loader.hwcaps()).is_some())
+    else {
+        eprintln!("skipped: none of the probe libraries is cached here");
+        return;
+    };
+    let c = case(cc::Exe::dlopener());
+    let mut results = Vec::new();
+    for nodeflib in [false, true] {
+        let mut lib =
+            cc::Lib::new("libednodef.so").needs(Path::new("/nonexistent"), &format!(":{dep}"));
+        if nodeflib {
+            lib = lib.arg("-Wl,-z,nodefaultlib");
+        }
+        let p = lib.build(&c.top.join(format!("nd{nodeflib}/libednodef.so")));
+        let req = app(&c).child(Object::read(&root, &p).unwrap());
+        assert_eq!(req.object.nodeflib, nodeflib);
+        let ours = loader.resolve(dep, &req);
+        let dbg = cc::ld_debug(&c.exe, &[p.to_str().unwrap()], &[], None);
+        let loaded_ok = dbg.stdout.starts_with("ok");
+        // Already loaded into the dlopener (libgcc_s, say)? Then the loader did not search.
+        if dbg.log.contains(&format!("find library={dep}")) {
+            assert_eq!(
+                ours.path,
+                dbg.picked(dep),
+                "nodeflib={nodeflib}\n{}",
+                dbg.log
+            );
+        }
+        assert_eq!(
+            ours.resolves(),
+            loaded_ok,
+            "nodeflib={nodeflib}: {}",
+            dbg.stdout
+        );
+        results.push(ours.resolves());
+    }
+    assert_eq!(results, vec![true, false]);
+}

@@ -13,8 +13,9 @@
 //! one from the name of the file `libcuda.so.1` leads to (`libcuda.so.580.65.06`) as the loader
 //! finds it without LD_LIBRARY_PATH; both differing is the `Driver/library version mismatch` case.
 //!
-//! The loader cache: format, entry count, the dirs of `/etc/ld.so.conf`, and the libraries in
-//! those dirs (and the trusted dirs) that the cache does not list.
+//! The loader cache: format, entry count, the dirs of `/etc/ld.so.conf`, the libraries in
+//! those dirs (and the trusted dirs) that the cache does not list, and entries whose file is
+//! gone.
 
 use super::libs::ldcache::{self, LdCache as ParsedCache};
 use super::libs::links::name_version;
@@ -407,6 +408,10 @@ fn ld_cache(root: &Root, loader: &Loader, errors: &mut Vec<ProbeError>) -> Optio
         }
     }
     let stale = ldcache::stale_files(root, cache, &scan);
+    let dangling = ldcache::dangling_entries(root, cache)
+        .into_iter()
+        .map(|e| format!("{} => {}", e.key, e.value))
+        .collect();
     Some(LdCache {
         path: path.to_string_lossy().into_owned(),
         format: cache
@@ -419,6 +424,7 @@ fn ld_cache(root: &Root, loader: &Loader, errors: &mut Vec<ProbeError>) -> Optio
             .iter()
             .map(|p| p.to_string_lossy().into_owned())
             .collect(),
+        dangling,
         conf_dirs: conf_dirs
             .iter()
             .map(|p| p.to_string_lossy().into_owned())

@@ -105,6 +105,9 @@ pub struct LdCache {
     /// Those libraries.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stale_files: Vec<String>,
+    /// Cache entries whose file is gone (`soname => path`); the loader falls through them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dangling: Vec<String>,
     /// The directories `ld.so.conf` names (includes followed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conf_dirs: Vec<String>,
@@ -121,5 +124,9 @@ impl Cuda {
             t.libraries.dedup();
         }
         self.cudnn.sort_by(|a, b| a.path.cmp(&b.path));
+        if let Some(c) = &mut self.ld_cache {
+            c.stale_files.sort();
+            c.dangling.sort();
+        }
     }
 }

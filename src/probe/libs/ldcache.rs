@@ -467,6 +467,16 @@ pub fn stale_files(root: &Root, cache: &LdCache, dirs: &[PathBuf]) -> Vec<PathBu
     out
 }
 
+/// Cache entries (x86-64) whose file no longer exists in `root`: `ld.so` tries them, fails, and
+/// goes on to the default directories.
+pub fn dangling_entries<'c>(root: &Root, cache: &'c LdCache) -> Vec<&'c CacheEntry> {
+    cache
+        .entries
+        .iter()
+        .filter(|e| e.flags == FLAGS_X86_64 && !root.exists(Path::new(&e.value)))
+        .collect()
+}
+
 /// The trusted directories `ldconfig` always scans on a Debian-style multiarch x86-64 system
 /// (and `/lib64`, `/usr/lib64` elsewhere), as far as they exist in `root`.
 pub fn trusted_dirs(root: &Root) -> Vec<PathBuf> {

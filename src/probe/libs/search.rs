@@ -9,8 +9,8 @@
 //!    its own DT_RPATH, so it contributes nothing while walking the chain);
 //! 3. `LD_LIBRARY_PATH` (split on `:` and `;`; an empty entry is the working directory);
 //! 4. DT_RUNPATH of the requester only (never inherited);
-//! 5. `/etc/ld.so.cache` (its paths resolved inside the root), unless the requester says
-//!    `DF_1_NODEFLIB`;
+//! 5. `/etc/ld.so.cache` (its paths resolved inside the root); when the requester says
+//!    `DF_1_NODEFLIB`, an entry lying under a default directory is not used;
 //! 6. the default directories, unless `DF_1_NODEFLIB`. Debian/Ubuntu's glibc (multiarch) uses
 //!    `/lib/x86_64-linux-gnu`, `/usr/lib/x86_64-linux-gnu`, `/lib`, `/usr/lib` (`ld.so --help`
 //!    says so; no `/lib64`); a root without `*/x86_64-linux-gnu` but with `/usr/lib64` is taken
@@ -598,12 +598,17 @@ impl Loader {
             }
         }
         let nodeflib = req.object.nodeflib;
-        // 5. The cache.
-        if !nodeflib {
-            if let Some(entry) = self.cache.as_ref().and_then(|c| {
-                let active: Vec<&str> = self.hwcaps.to_vec();
-                c.lookup(name, &active)
-            }) {
+        // 5. The cache; with DF_1_NODEFLIB an entry under a default dir is not used (glibc
+        // compares the cached path's prefix with each system dir + `/`).
+        if let Some(entry) = self.cache.as_ref().and_then(|c| {
+            let active: Vec<&str> = self.hwcaps.to_vec();
+            c.lookup(name, &active)
+        }) {
+            let in_system_dir = self.default_dirs.iter().any(|d| {
+                let prefix = format!("{}/", d.to_string_lossy());
+                entry.value.starts_with(&prefix)
+            });
+            if !(nodeflib && in_system_dir) {
                 let p = PathBuf::from(&entry.value);
                 res.tried.push(Tried {
                     dir: p.parent().unwrap_or(Path::new("/")).to_path_buf(),
