@@ -461,3 +461,26 @@ fn nodeflib_skips_system_cache_entries_and_default_dirs() {
     }
     assert_eq!(results, vec![true, false]);
 }
+
+/// An empty LD_LIBRARY_PATH entry (a stray `:`) means the working directory: a library there
+/// wins, for the loader and for us.
+#[test]
+fn empty_ld_library_path_entry_is_the_working_directory() {
+    let c = case(cc::Exe::dlopener());
+    let work = c.top.join("work");
+    let sys = c.top.join("sys");
+    cc::Lib::new("libedcwd.so").build(&work.join("libedcwd.so"));
+    cc::Lib::new("libedcwd.so").build(&sys.join("libedcwd.so"));
+    let llp = format!(":{}", sys.display());
+    let loader = Loader::new(&Root::host(), &env(Some(&llp))).with_cwd(&work);
+    let ours = loader.resolve("libedcwd.so", &app(&c));
+    let dbg = cc::ld_debug(
+        &c.exe,
+        &["libedcwd.so"],
+        &[("LD_LIBRARY_PATH", &llp)],
+        Some(&work),
+    );
+    let theirs = dbg.picked("libedcwd.so").map(|p| work.join(p));
+    assert_eq!(ours.path, theirs, "{}", dbg.log);
+    assert_eq!(ours.path, Some(work.join("libedcwd.so")));
+}

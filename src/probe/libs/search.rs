@@ -731,9 +731,9 @@ impl Loader {
             .collect()
     }
 
-    /// Expand DSTs in one entry and clean it as glibc's `fillin_rpath` does (empty → `.`,
-    /// trailing slashes dropped, relative → against the working directory). `None` when it
-    /// needs an origin we do not know.
+    /// Expand DSTs in one entry and clean it as glibc's `fillin_rpath` does (trailing slashes
+    /// dropped; empty and relative entries taken against the working directory). `None` when
+    /// it needs an origin we do not know.
     pub fn expand(&self, entry: &str, origin: Option<&Path>) -> Option<PathBuf> {
         let mut out = String::new();
         let mut rest = entry;
@@ -769,12 +769,10 @@ impl Loader {
             }
         }
         out.push_str(rest);
-        if out.is_empty() {
-            out.push('.');
-        }
         while out.len() > 1 && out.ends_with('/') {
             out.pop();
         }
+        // An empty entry is the working directory (glibc opens the bare name).
         Some(self.absolute(Path::new(&out)))
     }
 
@@ -927,7 +925,8 @@ mod tests {
             Some("/opt/app/lib/lib/x86_64-linux-gnu".into())
         );
         assert_eq!(l.expand("/p/$PLATFORM", o), Some("/p/x86_64".into()));
-        assert_eq!(l.expand("", o), Some("/work/.".into()));
+        assert_eq!(l.expand("", o), Some("/work".into()));
+        assert_eq!(l.expand("rel/", o), Some("/work/rel".into()));
         assert_eq!(l.expand("$ORIGIN", None), None);
         assert_eq!(l.expand("/a/$FOO", None), Some("/a/$FOO".into()));
     }
