@@ -3,11 +3,13 @@
 //!
 //! Loader emulation (no library is ever loaded here):
 //! - [`elf`]: ELF facts from the header, program headers and `PT_DYNAMIC` (soname, needed,
-//!   RPATH/RUNPATH, symbol-version needs and definitions) and `ld.so`'s accept test per file;
+//!   RPATH/RUNPATH, symbol-version needs and definitions; dynamic symbols with their versions
+//!   via `read_with_symbols`) and `ld.so`'s accept test per file;
 //! - [`ldcache`]: the binary `/etc/ld.so.cache` (old and new layouts, hwcaps) and its
 //!   staleness against `/etc/ld.so.conf`;
-//! - [`search`]: the search order itself ([`search::Loader::resolve`]) and every other copy of
-//!   a library on the machine ([`search::Loader::all_candidates`]);
+//! - [`search`]: the search order itself ([`search::Loader::resolve`], including LD_PRELOAD
+//!   reuse, glibc-hwcaps and the glibc release's legacy subdirs) and every other copy of a
+//!   library on the machine ([`search::Loader::all_candidates`]);
 //! - [`links`]: symlink chains, versions claimed by names, mixed releases in one directory.
 //!
 //! Typical use:
