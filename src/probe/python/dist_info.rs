@@ -372,6 +372,16 @@ impl<'a> Scanner<'a> {
                     "the name is not valid UTF-8; it is written with replacement characters",
                 ));
             }
+            if *kind == EntryKind::Symlink {
+                if let Err(e) = self.root.canonicalize(&machine) {
+                    errors.push(ProbeError::at(
+                        "python",
+                        &machine,
+                        format!("broken symbolic link ({e}); Python skips it"),
+                    ));
+                    continue;
+                }
+            }
             // The fast path needs the entry itself not to be a link (links resolve via Root).
             let host = (*kind != EntryKind::Symlink).then(|| listing.host.join(name));
             if is_egg_link {
