@@ -207,40 +207,83 @@ fn trim(b: &[u8]) -> &[u8] {
     &b[start..end.max(start)]
 }
 
-/// Open a regular file for reading. `host` is `machine`'s host path when every directory above
-/// it is known to be resolved inside the root (the fast path); the last component must not be
-/// a link (`O_NOFOLLOW`) and is opened non-blocking. A link there, or no fast path, goes through
-/// [`Root::open`]. `Ok(None)`: the file does not exist.
-fn open_regular(
+/// How much of a file to read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// The RFC 822 header block: up to the first blank line (or [`MAX_HEADER_BYTES`]).
+    Headers,
+    /// The first line (`INSTALLER`).
+    FirstLine,
+    /// All of it (up to [`MAX_SIDE_FILE`]).
+    Whole,
+}
+
+/// Open `machine` and read what `want` asks into `buf` (cleared first). `host` is `machine`'s
+/// host path when every directory above it is known to be resolved inside the root (the fast
+/// path): the last component is opened with `O_NOFOLLOW | O_NONBLOCK`, so a link there takes
+/// the careful path through [`Root::open`] and a FIFO cannot block. On the fast path the file
+/// type is only checked (`fstat`) when the first read gives nothing or fails, which is what a
+/// FIFO, a directory or a device gives: a regular file costs `open`, `read`, `close`.
+/// `Ok(None)`: the file does not exist. `Ok(Some(false))`: the read stopped at a size cap.
+fn read_into(
     root: &Root,
     machine: &Path,
     host: Option<&Path>,
-) -> Result<Option<File>, RootError> {
+    buf: &mut Vec<u8>,
+    want: Want,
+) -> Result<Option<bool>, RootError> {
     let io_err = |source: io::Error| RootError::Io {
         path: machine.to_path_buf(),
         source,
     };
-    let file = match host {
+    buf.clear();
+    let (mut file, verified) = match host {
         Some(h) => match fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(h)
         {
-            Ok(f) => f,
+            Ok(f) => (f, false),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return open_slow(root, machine),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => match open_slow(root, machine)? {
+                Some(f) => (f, true),
+                None => return Ok(None),
+            },
             Err(e) => return Err(io_err(e)),
         },
-        None => return open_slow(root, machine),
+        None => match open_slow(root, machine)? {
+            Some(f) => (f, true),
+            None => return Ok(None),
+        },
     };
-    let md = file.metadata().map_err(io_err)?;
-    if !md.is_file() {
-        return Err(RootError::NotAFile {
-            path: machine.to_path_buf(),
-            kind: kind_of(&md.file_type()),
-        });
+    match read_some(&mut file, buf, want) {
+        Ok((_, 0)) if !verified => {
+            verify(&file, machine)?;
+            Ok(Some(true))
+        }
+        Ok((complete, _)) => Ok(Some(complete)),
+        Err(e) => {
+            if !verified {
+                verify(&file, machine)?;
+            }
+            Err(io_err(e))
+        }
     }
-    Ok(Some(file))
+}
+
+/// Refuse anything but a regular file.
+fn verify(file: &File, machine: &Path) -> Result<(), RootError> {
+    let md = file.metadata().map_err(|source| RootError::Io {
+        path: machine.to_path_buf(),
+        source,
+    })?;
+    if md.is_file() {
+        return Ok(());
+    }
+    Err(RootError::NotAFile {
+        path: machine.to_path_buf(),
+        kind: kind_of(&md.file_type()),
+    })
 }
 
 fn open_slow(root: &Root, machine: &Path) -> Result<Option<File>, RootError> {
@@ -265,16 +308,21 @@ fn kind_of(ft: &fs::FileType) -> &'static str {
     }
 }
 
-/// Read the header block of an open metadata file into `buf` (cleared first): stops at the first
-/// blank line or at [`MAX_HEADER_BYTES`]. Returns false when the block was cut at the cap.
-fn read_header_block(f: &mut File, buf: &mut Vec<u8>) -> io::Result<bool> {
-    buf.clear();
+/// Read in [`CHUNK`]s until `want` is met, EOF, or the cap. Returns (complete, bytes read).
+/// For [`Want::Headers`] `buf` is cut at the blank line that ends the header block.
+fn read_some(f: &mut File, buf: &mut Vec<u8>, want: Want) -> io::Result<(bool, usize)> {
+    let (cap, chunk) = match want {
+        Want::Headers => (MAX_HEADER_BYTES, CHUNK),
+        Want::FirstLine => (MAX_SIDE_FILE, 256),
+        Want::Whole => (MAX_SIDE_FILE, CHUNK),
+    };
+    let mut total = 0usize;
     loop {
         let old = buf.len();
-        if old >= MAX_HEADER_BYTES {
-            return Ok(false);
+        if old >= cap {
+            return Ok((false, total));
         }
-        buf.resize(old + CHUNK, 0);
+        buf.resize(old + chunk.min(cap - old), 0);
         let n = loop {
             match f.read(&mut buf[old..]) {
                 Ok(n) => break n,
@@ -286,14 +334,25 @@ fn read_header_block(f: &mut File, buf: &mut Vec<u8>) -> io::Result<bool> {
             }
         };
         buf.truncate(old + n);
-        // A blank line may straddle the chunk boundary: look back two bytes.
-        let from = old.saturating_sub(2);
-        if let Some(end) = blank_line(&buf[from..]) {
-            buf.truncate(from + end);
-            return Ok(true);
-        }
+        total += n;
         if n == 0 {
-            return Ok(true);
+            return Ok((true, total));
+        }
+        match want {
+            Want::Headers => {
+                // A blank line may straddle the chunk boundary: look back two bytes.
+                let from = old.saturating_sub(2);
+                if let Some(end) = blank_line(&buf[from..]) {
+                    buf.truncate(from + end);
+                    return Ok((true, total));
+                }
+            }
+            Want::FirstLine => {
+                if memchr::memchr(b'\n', &buf[old..]).is_some() {
+                    return Ok((true, total));
+                }
+            }
+            Want::Whole => {}
         }
     }
 }
@@ -310,25 +369,6 @@ fn blank_line(b: &[u8]) -> Option<usize> {
         from = at + 1;
     }
     None
-}
-
-/// Read a small side file whole (up to [`MAX_SIDE_FILE`]); `Ok(None)` when absent.
-fn read_small(
-    root: &Root,
-    machine: &Path,
-    host: Option<&Path>,
-) -> Result<Option<Vec<u8>>, RootError> {
-    let Some(f) = open_regular(root, machine, host)? else {
-        return Ok(None);
-    };
-    let mut out = Vec::new();
-    f.take(MAX_SIDE_FILE as u64)
-        .read_to_end(&mut out)
-        .map_err(|source| RootError::Io {
-            path: machine.to_path_buf(),
-            source,
-        })?;
-    Ok(Some(out))
 }
 
 /// Scans one directory's distributions, reusing one read buffer.
@@ -422,29 +462,25 @@ impl<'a> Scanner<'a> {
         } else {
             (machine.to_path_buf(), host.map(Path::to_path_buf))
         };
-        let headers = match open_regular(self.root, &meta, meta_host.as_deref()) {
-            Ok(Some(mut f)) => match read_header_block(&mut f, &mut self.buf) {
-                Ok(complete) => {
-                    if !complete {
-                        errors.push(ProbeError::at(
-                            "python",
-                            &meta,
-                            format!("header block larger than {MAX_HEADER_BYTES} bytes; the rest is ignored"),
-                        ));
-                    }
-                    parse_headers(&self.buf)
-                }
-                Err(source) => {
-                    errors.push(ProbeError::from_root(
+        let headers = match read_into(
+            self.root,
+            &meta,
+            meta_host.as_deref(),
+            &mut self.buf,
+            Want::Headers,
+        ) {
+            Ok(Some(complete)) => {
+                if !complete {
+                    errors.push(ProbeError::at(
                         "python",
-                        &RootError::Io {
-                            path: meta.clone(),
-                            source,
-                        },
+                        &meta,
+                        format!(
+                            "header block larger than {MAX_HEADER_BYTES} bytes; the rest is ignored"
+                        ),
                     ));
-                    return None;
                 }
-            },
+                parse_headers(&self.buf)
+            }
             Ok(None) => {
                 errors.push(ProbeError::at(
                     "python",
@@ -495,6 +531,17 @@ impl<'a> Scanner<'a> {
         Some(pkg)
     }
 
+    /// A small side file as text (invalid UTF-8 replaced); `Ok(None)` when absent.
+    fn small(
+        &mut self,
+        machine: &Path,
+        host: Option<&Path>,
+        want: Want,
+    ) -> Result<Option<String>, RootError> {
+        Ok(read_into(self.root, machine, host, &mut self.buf, want)?
+            .map(|_| String::from_utf8_lossy(&self.buf).into_owned()))
+    }
+
     /// `INSTALLER`, `direct_url.json` (dist-info) or `requires.txt` (egg-info).
     fn side_files(
         &mut self,
@@ -507,18 +554,17 @@ impl<'a> Scanner<'a> {
         let side = |name: &str| (machine.join(name), host.map(|h| h.join(name)));
         if egg {
             let (m, h) = side("requires.txt");
-            match read_small(self.root, &m, h.as_deref()) {
-                Ok(Some(text)) => pkg.requires = egg_requires(&String::from_utf8_lossy(&text)),
+            match self.small(&m, h.as_deref(), Want::Whole) {
+                Ok(Some(text)) => pkg.requires = egg_requires(&text),
                 Ok(None) => {}
                 Err(e) => errors.push(ProbeError::from_root("python", &e)),
             }
             return;
         }
         let (m, h) = side("INSTALLER");
-        match read_small(self.root, &m, h.as_deref()) {
+        match self.small(&m, h.as_deref(), Want::FirstLine) {
             Ok(Some(text)) => {
-                let s = String::from_utf8_lossy(&text);
-                let first = s.lines().next().unwrap_or("").trim();
+                let first = text.lines().next().unwrap_or("").trim();
                 if !first.is_empty() {
                     pkg.installer = Some(first.to_string());
                 }
@@ -527,8 +573,8 @@ impl<'a> Scanner<'a> {
             Err(e) => errors.push(ProbeError::from_root("python", &e)),
         }
         let (m, h) = side("direct_url.json");
-        match read_small(self.root, &m, h.as_deref()) {
-            Ok(Some(text)) => match serde_json::from_slice::<serde_json::Value>(&text) {
+        match self.small(&m, h.as_deref(), Want::Whole) {
+            Ok(Some(text)) => match serde_json::from_str::<serde_json::Value>(&text) {
                 Ok(v) => {
                     let editable = v
                         .pointer("/dir_info/editable")
@@ -554,7 +600,7 @@ impl<'a> Scanner<'a> {
         host: Option<&Path>,
         errors: &mut Vec<ProbeError>,
     ) -> Vec<Package> {
-        let text = match read_small(self.root, machine, host) {
+        let text = match self.small(machine, host, Want::Whole) {
             Ok(Some(t)) => t,
             Ok(None) => return Vec::new(),
             Err(e) => {
@@ -562,7 +608,6 @@ impl<'a> Scanner<'a> {
                 return Vec::new();
             }
         };
-        let text = String::from_utf8_lossy(&text);
         let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
             errors.push(ProbeError::at("python", machine, "empty .egg-link file"));
             return Vec::new();
