@@ -111,3 +111,81 @@ pub fn inspect_all(
     }
     pythons
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    fn found(path: &str) -> Found {
+        Found {
+            path: PathBuf::from(path),
+            canonical: Some(PathBuf::from(path)),
+            sources: Vec::new(),
+            kind_hint: None,
+            conda_env: None,
+        }
+    }
+
+    /// Eight small venvs under a temp root, each with one distribution named after it.
+    fn machine() -> (tempfile::TempDir, Vec<Found>) {
+        let t = tempfile::tempdir().unwrap();
+        let mut out = Vec::new();
+        for i in 0..8 {
+            let v = t.path().join(format!("v{i}"));
+            let di = v.join(format!(
+                "lib/python3.11/site-packages/pkg{i}-1.{i}.dist-info"
+            ));
+            std::fs::create_dir_all(&di).unwrap();
+            std::fs::create_dir_all(v.join("bin")).unwrap();
+            std::fs::write(v.join("bin/python"), "").unwrap();
+            std::fs::write(
+                v.join("pyvenv.cfg"),
+                "home = /usr/bin\nversion = 3.11.4\ninclude-system-site-packages = false\n",
+            )
+            .unwrap();
+            std::fs::write(
+                di.join("METADATA"),
+                format!("Name: pkg{i}\nVersion: 1.{i}\n\n"),
+            )
+            .unwrap();
+            out.push(found(&format!("/v{i}/bin/python")));
+        }
+        (t, out)
+    }
+
+    #[test]
+    fn parallel_inspection_keeps_discovery_order() {
+        let (t, f) = machine();
+        let root = Root::new(t.path());
+        let mut errors = Vec::new();
+        let later = Instant::now() + Duration::from_secs(60);
+        let pys = inspect_all(&root, &Env::default(), &f, later, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        for (i, py) in pys.iter().enumerate() {
+            assert_eq!(Path::new(&py.path), f[i].path);
+            assert_eq!(py.version.as_deref(), Some("3.11.4"));
+            assert_eq!(py.packages.len(), 1);
+            assert_eq!(py.packages[0].name, format!("pkg{i}"));
+        }
+    }
+
+    #[test]
+    fn a_passed_deadline_keeps_what_discovery_knew_and_says_so() {
+        let (t, f) = machine();
+        let root = Root::new(t.path());
+        let mut errors = Vec::new();
+        let pys = inspect_all(&root, &Env::default(), &f, Instant::now(), &mut errors);
+        assert_eq!(pys.len(), f.len());
+        assert!(pys
+            .iter()
+            .all(|p| p.version.is_none() && p.packages.is_empty()));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].message.contains("8 of 8"),
+            "{}",
+            errors[0].message
+        );
+    }
+}
