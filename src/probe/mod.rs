@@ -7,6 +7,9 @@
 //! others' facts are kept. A thread stuck in a blocking syscall (a dead network mount) is
 //! abandoned, not joined: the process exits without waiting for it.
 
+pub mod env;
+pub mod gpu;
+pub mod host;
 pub mod python;
 
 use crate::root::{Env, Root};
@@ -98,11 +101,28 @@ pub struct Probe {
 
 /// Every probe envdoctor runs.
 pub fn registry() -> Vec<Probe> {
-    vec![Probe {
-        name: "python",
-        stage: 1,
-        run: python::probe,
-    }]
+    vec![
+        Probe {
+            name: "python",
+            stage: 1,
+            run: python::probe,
+        },
+        Probe {
+            name: "gpu",
+            stage: 1,
+            run: gpu::probe,
+        },
+        Probe {
+            name: "host",
+            stage: 1,
+            run: host::probe,
+        },
+        Probe {
+            name: "env",
+            stage: 1,
+            run: env::probe,
+        },
+    ]
 }
 
 /// Run every probe (or those in `opts.only`) and assemble the snapshot.

@@ -11,10 +11,15 @@
 //! `available_parallelism` threads pulling from one queue), and the probe deadline is checked
 //! before each interpreter so that a slow machine still yields the interpreters done in time.
 
+pub mod conda;
 pub mod discovery;
+pub mod discovery_path;
 pub mod dist_info;
+pub mod ide;
 pub mod interp;
+pub mod project;
 pub mod pth;
+pub mod pyenv;
 pub mod site;
 
 use super::{Apply, Context};
