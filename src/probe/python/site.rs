@@ -443,7 +443,13 @@ pub fn sys_path(
         let zip = lib.join(format!("python{}{}.zip", v.major, v.minor));
         let std = lib.join(format!("python{}", v.xy()));
         let dynload = std.join("lib-dynload");
-        for p in [zip, std, dynload] {
+        let mut stdlib = vec![zip, std.clone()];
+        if v.major == 2 {
+            // Python 2's compiled-in path has three more directories (kept even when missing).
+            stdlib.extend(["plat-linux2", "lib-tk", "lib-old"].map(|d| std.join(d)));
+        }
+        stdlib.push(dynload);
+        for p in stdlib {
             let exists = root.exists(&p);
             b.push(p, SysPathOrigin::Stdlib, exists);
         }
