@@ -4,8 +4,12 @@
 //! halves, kept apart so each can be tested alone:
 //! - [`discovery`] finds interpreters and everything that names them (PATH, pip shebangs, pyenv,
 //!   conda, project venvs, IDE settings, Jupyter kernels), deduplicated on the canonical path;
-//! - [`interp`] inspects one interpreter: version, kind, prefix, the import path as Python builds
-//!   it, installed distributions ([`dist_info`]) and shadowing.
+//! - [`interp`] inspects one interpreter: [`site`] works out its kind, prefix, version and import
+//!   path (with [`pth`] files), [`dist_info`] reads the distributions on that path.
+//!
+//! This module is the glue: interpreters are inspected in parallel (at most
+//! `available_parallelism` threads pulling from one queue), and the probe deadline is checked
+//! before each interpreter so that a slow machine still yields the interpreters done in time.
 
 pub mod conda;
 pub mod discovery;
@@ -14,21 +18,179 @@ pub mod dist_info;
 pub mod ide;
 pub mod interp;
 pub mod project;
+pub mod pth;
 pub mod pyenv;
+pub mod site;
 
 use super::{Apply, Context};
-use crate::snapshot::ProbeError;
+use crate::root::{Env, Root};
+use crate::snapshot::{ProbeError, Python};
+use discovery::Found;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 /// The probe entry point (registered as `python`).
 pub fn probe(ctx: &Context) -> Apply {
     let mut errors: Vec<ProbeError> = Vec::new();
     let found = discovery::discover(ctx, &mut errors);
-    let pythons: Vec<_> = found
-        .iter()
-        .map(|f| interp::inspect(ctx.root(), ctx.env(), f, &mut errors))
-        .collect();
+    let pythons = inspect_all(ctx.root(), ctx.env(), &found, ctx.deadline, &mut errors);
     Box::new(move |snap| {
         snap.pythons.extend(pythons);
         snap.probe_errors.extend(errors);
     })
+}
+
+/// Inspect every interpreter, in parallel, in `found`'s order. Interpreters not started before
+/// `deadline` keep only what discovery knew, and one probe error says how many were skipped.
+pub fn inspect_all(
+    root: &Root,
+    env: &Env,
+    found: &[Found],
+    deadline: Instant,
+    errors: &mut Vec<ProbeError>,
+) -> Vec<Python> {
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(found.len())
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done: Vec<(usize, Python, Vec<ProbeError>)> = Vec::new();
+        loop {
+            if Instant::now() >= deadline {
+                break;
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(f) = found.get(i) else { break };
+            let mut errs = Vec::new();
+            let py = interp::inspect(root, env, f, &mut errs);
+            done.push((i, py, errs));
+        }
+        done
+    };
+    let mut results: Vec<(usize, Python, Vec<ProbeError>)> = if workers == 1 {
+        work()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
+            let mut all = Vec::new();
+            for h in handles {
+                match h.join() {
+                    Ok(v) => all.extend(v),
+                    Err(_) => errors.push(ProbeError::new(
+                        "python",
+                        "an interpreter inspection failed unexpectedly (a bug in envdoctor)",
+                    )),
+                }
+            }
+            all
+        })
+    };
+    results.sort_by_key(|r| r.0);
+    let mut out: Vec<Option<Python>> = vec![None; found.len()];
+    for (i, py, errs) in results {
+        out[i] = Some(py);
+        errors.extend(errs);
+    }
+    let mut skipped = 0usize;
+    let pythons = out
+        .into_iter()
+        .zip(found)
+        .map(|(py, f)| {
+            py.unwrap_or_else(|| {
+                skipped += 1;
+                interp::named(f)
+            })
+        })
+        .collect();
+    if skipped > 0 {
+        errors.push(ProbeError::new(
+            "python",
+            format!(
+                "the deadline passed before {skipped} of {} interpreters were inspected; \
+                 they are listed without version, path or packages (raise --deadline)",
+                found.len()
+            ),
+        ));
+    }
+    pythons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    fn found(path: &str) -> Found {
+        Found {
+            path: PathBuf::from(path),
+            canonical: Some(PathBuf::from(path)),
+            sources: Vec::new(),
+            kind_hint: None,
+            conda_env: None,
+        }
+    }
+
+    /// Eight small venvs under a temp root, each with one distribution named after it.
+    fn machine() -> (tempfile::TempDir, Vec<Found>) {
+        let t = tempfile::tempdir().unwrap();
+        let mut out = Vec::new();
+        for i in 0..8 {
+            let v = t.path().join(format!("v{i}"));
+            let di = v.join(format!(
+                "lib/python3.11/site-packages/pkg{i}-1.{i}.dist-info"
+            ));
+            std::fs::create_dir_all(&di).unwrap();
+            std::fs::create_dir_all(v.join("bin")).unwrap();
+            std::fs::write(v.join("bin/python"), "").unwrap();
+            std::fs::write(
+                v.join("pyvenv.cfg"),
+                "home = /usr/bin\nversion = 3.11.4\ninclude-system-site-packages = false\n",
+            )
+            .unwrap();
+            std::fs::write(
+                di.join("METADATA"),
+                format!("Name: pkg{i}\nVersion: 1.{i}\n\n"),
+            )
+            .unwrap();
+            out.push(found(&format!("/v{i}/bin/python")));
+        }
+        (t, out)
+    }
+
+    #[test]
+    fn parallel_inspection_keeps_discovery_order() {
+        let (t, f) = machine();
+        let root = Root::new(t.path());
+        let mut errors = Vec::new();
+        let later = Instant::now() + Duration::from_secs(60);
+        let pys = inspect_all(&root, &Env::default(), &f, later, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        for (i, py) in pys.iter().enumerate() {
+            assert_eq!(Path::new(&py.path), f[i].path);
+            assert_eq!(py.version.as_deref(), Some("3.11.4"));
+            assert_eq!(py.packages.len(), 1);
+            assert_eq!(py.packages[0].name, format!("pkg{i}"));
+        }
+    }
+
+    #[test]
+    fn a_passed_deadline_keeps_what_discovery_knew_and_says_so() {
+        let (t, f) = machine();
+        let root = Root::new(t.path());
+        let mut errors = Vec::new();
+        let pys = inspect_all(&root, &Env::default(), &f, Instant::now(), &mut errors);
+        assert_eq!(pys.len(), f.len());
+        assert!(pys
+            .iter()
+            .all(|p| p.version.is_none() && p.packages.is_empty()));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].message.contains("8 of 8"),
+            "{}",
+            errors[0].message
+        );
+    }
 }
