@@ -7,6 +7,7 @@
 //! others' facts are kept. A thread stuck in a blocking syscall (a dead network mount) is
 //! abandoned, not joined: the process exits without waiting for it.
 
+pub mod checkpoint;
 pub mod python;
 
 use crate::root::{Env, Root};
@@ -98,11 +99,18 @@ pub struct Probe {
 
 /// Every probe envdoctor runs.
 pub fn registry() -> Vec<Probe> {
-    vec![Probe {
-        name: "python",
-        stage: 1,
-        run: python::probe,
-    }]
+    vec![
+        Probe {
+            name: "python",
+            stage: 1,
+            run: python::probe,
+        },
+        Probe {
+            name: "checkpoint",
+            stage: 1,
+            run: checkpoint::probe,
+        },
+    ]
 }
 
 /// Run every probe (or those in `opts.only`) and assemble the snapshot.
