@@ -84,7 +84,8 @@ fn named(root: &Root, p: &Path, out: &mut Vec<Candidate>, errors: &mut Vec<Probe
         discover::walk(root, p, Limits::default(), out, errors);
         return;
     }
-    if root.is_file(p) {
+    // Regular files, and FIFOs/devices too: opening refuses those with an error naming them.
+    if root.metadata(p).is_ok() {
         out.push(discover::classify_file(p).unwrap_or_else(|| Candidate::File(p.to_path_buf())));
         return;
     }
@@ -94,11 +95,9 @@ fn named(root: &Root, p: &Path, out: &mut Vec<Candidate>, errors: &mut Vec<Probe
         out.push(Candidate::TfIndex(index));
         return;
     }
-    let msg = match root.metadata(p) {
-        Err(e) => e.to_string(),
-        Ok(_) => format!("{}: not a regular file or directory", p.display()),
-    };
-    errors.push(ProbeError::at(PROBE, p, format!("--checkpoint: {msg}")));
+    if let Err(e) = root.metadata(p) {
+        errors.push(ProbeError::at(PROBE, p, format!("--checkpoint: {e}")));
+    }
 }
 
 /// Inspect every candidate (deduplicated), then the TF state files, which need the prefixes.
@@ -206,7 +205,7 @@ pub fn inspect_one(root: &Root, c: &Candidate) -> Found {
 fn inspect_file(root: &Root, p: &Path, entry: &mut Checkpoint) -> Result<(), String> {
     let file = root.open(p).map_err(|e| e.to_string())?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
-    let mut head = [0u8; 8];
+    let mut head = [0u8; 64];
     let n = {
         use std::os::unix::fs::FileExt;
         file.read_at(&mut head, 0).map_err(|e| e.to_string())?
@@ -274,6 +273,6 @@ fn inspect_file(root: &Root, p: &Path, entry: &mut Checkpoint) -> Result<(), Str
     }
     Err(format!(
         "unrecognised checkpoint format (first bytes {:02x?})",
-        head
+        &head[..head.len().min(8)]
     ))
 }
