@@ -100,8 +100,13 @@ impl Source<'_> {
             ));
         }
         let mut buf = self.read(h.offset, h.size + BLOCK_TRAILER_LEN, what)?;
-        let compression = buf[h.size as usize];
-        buf.truncate(h.size as usize);
+        let n = h.size as usize;
+        let compression = buf[n];
+        let stored = u32::from_le_bytes([buf[n + 1], buf[n + 2], buf[n + 3], buf[n + 4]]);
+        if masked_crc32c(&buf[..=n]) != stored {
+            return Err(format!("{what}: block checksum mismatch (corrupt)"));
+        }
+        buf.truncate(n);
         match compression {
             0 => Ok(buf),
             1 => Err(format!(
@@ -110,6 +115,23 @@ impl Source<'_> {
             c => Err(format!("{what} has unknown compression type {c} (corrupt?)")),
         }
     }
+}
+
+/// CRC-32C (Castagnoli) of `data`, masked as LevelDB stores it in block trailers.
+pub fn masked_crc32c(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82f6_3b78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    let crc = !crc;
+    crc.rotate_right(15).wrapping_add(0xa282_ead8)
 }
 
 /// Decode the entries of one block (prefix-compressed keys; the restart array bounds them).
@@ -333,7 +355,9 @@ pub(crate) mod tests {
         let data_handle = (file.len() as u64, data.len() as u64);
         file.extend_from_slice(&data);
         file.push(compression);
-        file.extend_from_slice(&[0; 4]);
+        let mut covered = data.clone();
+        covered.push(compression);
+        file.extend_from_slice(&masked_crc32c(&covered).to_le_bytes());
         let mut hv = Vec::new();
         varint(&mut hv, data_handle.0);
         varint(&mut hv, data_handle.1);
@@ -347,7 +371,9 @@ pub(crate) mod tests {
         let index_handle = (file.len() as u64, index.len() as u64);
         file.extend_from_slice(&index);
         file.push(0);
-        file.extend_from_slice(&[0; 4]);
+        let mut covered = index.clone();
+        covered.push(0);
+        file.extend_from_slice(&masked_crc32c(&covered).to_le_bytes());
         let mut footer = Vec::new();
         varint(&mut footer, 0);
         varint(&mut footer, 0);
@@ -396,6 +422,24 @@ pub(crate) mod tests {
         assert_eq!(names, ["dense/bias", "dense/kernel"]);
         assert_eq!(b.entries[1].shape, [3, 4]);
         assert_eq!((b.entries[1].offset, b.entries[1].size), (16, 48));
+    }
+
+    #[test]
+    fn crc32c_matches_the_reference_vector() {
+        // RFC 3720 B.4: CRC-32C of 32 zero bytes is 0x8a9136aa.
+        let crc = masked_crc32c(&[0u8; 32])
+            .wrapping_sub(0xa282_ead8)
+            .rotate_left(15);
+        assert_eq!(crc, 0x8a91_36aa);
+    }
+
+    #[test]
+    fn a_flipped_byte_is_a_checksum_error() {
+        let mut t = build_table(&[(b"a", b"value")], 0);
+        t[4] ^= 1;
+        let (_t, f) = write(&t);
+        let err = read_table(&f, t.len() as u64).unwrap_err();
+        assert!(err.contains("checksum"), "{err}");
     }
 
     #[test]
