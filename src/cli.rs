@@ -38,6 +38,17 @@ pub struct Cli {
 pub enum Command {
     /// Probe the machine and write every fact as JSON (stdout by default).
     Snapshot(SnapshotArgs),
+    /// Internal: query NVML and stream JSON lines (run by the gpu probe in a child process).
+    #[command(name = "__nvml-child", hide = true)]
+    NvmlChild(NvmlChildArgs),
+}
+
+/// `envdoctor __nvml-child` (internal).
+#[derive(Debug, Args)]
+pub struct NvmlChildArgs {
+    /// The NVML library to load (default: `libnvidia-ml.so.1` by the loader's search).
+    #[arg(long, value_name = "PATH")]
+    pub lib: Option<PathBuf>,
 }
 
 /// Options shared by every command that probes a machine.
@@ -135,6 +146,7 @@ impl ProbeArgs {
 pub fn run(cli: Cli) -> Result<i32, Error> {
     match cli.command {
         Command::Snapshot(args) => snapshot(args),
+        Command::NvmlChild(args) => Ok(probe::gpu::child::run(args.lib.as_deref())),
     }
 }
 

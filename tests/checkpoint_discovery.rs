@@ -48,6 +48,13 @@ fn discovery_is_bounded_and_skips_environments() {
     put("node_modules/pkg/m.pt");
     put("lib/python3.11/site-packages/pkg/m.pt");
     put("__pycache__/m.pt");
+    put(".cache/m.pt");
+    put("target/debug/m.pt");
+    fs::write(
+        p.path().join("target/CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55\n",
+    )
+    .unwrap();
     put("venv/lib/m.pt");
     fs::write(p.path().join("venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
     fs::write(p.path().join("README.md"), "not a checkpoint").unwrap();

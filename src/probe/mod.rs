@@ -8,6 +8,9 @@
 //! abandoned, not joined: the process exits without waiting for it.
 
 pub mod checkpoint;
+pub mod env;
+pub mod gpu;
+pub mod host;
 pub mod python;
 
 use crate::root::{Env, Root};
@@ -104,6 +107,21 @@ pub fn registry() -> Vec<Probe> {
             name: "python",
             stage: 1,
             run: python::probe,
+        },
+        Probe {
+            name: "gpu",
+            stage: 1,
+            run: gpu::probe,
+        },
+        Probe {
+            name: "host",
+            stage: 1,
+            run: host::probe,
+        },
+        Probe {
+            name: "env",
+            stage: 1,
+            run: env::probe,
         },
         Probe {
             name: "checkpoint",

@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Nvml {
-    /// `ok`, `no-library`, `driver-not-loaded`, `version-mismatch`, `no-permission`, `timeout`,
-    /// `error`, `not-probed`.
+    /// `ok`, `no-device` (NVML works, lists no GPU), `no-library`, `driver-not-loaded`,
+    /// `version-mismatch` ("Driver/library version mismatch"), `no-permission`, `timeout` (NVML
+    /// did not answer by the deadline: a wedged driver), `crashed` (NVML killed the child
+    /// process that queried it), `error`, `not-probed` (`--no-load`, or `--root` without
+    /// `--nvml-lib`).
     pub status: String,
     /// A sentence for a person when status is not `ok`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,6 +45,14 @@ pub struct VisibleDevices {
     /// Entries that match no device (CUDA stops at the first of these).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmatched: Vec<String>,
+    /// Entries after the first unmatched one: CUDA never reads them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored: Vec<String>,
+    /// True when indices were given, `CUDA_DEVICE_ORDER` is not `PCI_BUS_ID` and the devices
+    /// differ: CUDA numbers them fastest first, NVML by PCI bus, so an index may name another
+    /// device than `visible` says.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub order_uncertain: bool,
 }
 
 /// One GPU.
@@ -71,6 +82,9 @@ pub struct Gpu {
     /// Persistence mode enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persistence_mode: Option<bool>,
+    /// UUIDs of its MIG devices (`MIG-…`), when MIG is enabled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mig_devices: Vec<String>,
     /// Whether `CUDA_VISIBLE_DEVICES` lets a job here see it.
     pub visible: bool,
     /// Volatile state: memory in use, utilisation, processes.
@@ -97,6 +111,9 @@ pub struct GpuLive {
     /// Memory held by processes outside this PID namespace, MiB.
     #[serde(default)]
     pub foreign_memory_mib: u64,
+    /// How many of `processes` are outside this PID namespace.
+    #[serde(default)]
+    pub foreign_processes: u32,
 }
 
 /// A process on a GPU.
@@ -105,7 +122,7 @@ pub struct GpuLive {
 pub struct GpuProcess {
     /// Pid as NVML reports it (a host pid).
     pub pid: u32,
-    /// `compute` or `graphics`.
+    /// `compute`, `graphics`, or `compute+graphics` (NVML lists such a process twice).
     pub kind: String,
     /// GPU memory used, MiB (when NVML tells).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,6 +133,9 @@ pub struct GpuProcess {
     /// Owner, when visible here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// Owner's uid, when visible here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
     /// Owned by the user running envdoctor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub same_user: Option<bool>,

@@ -40,6 +40,10 @@ pub struct Host {
     /// Total memory, MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_total_mib: Option<u64>,
+    /// The memory limit of envdoctor's cgroup (a container's `--memory`), MiB; absent when
+    /// unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_mib: Option<u64>,
     /// Total swap, MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swap_total_mib: Option<u64>,

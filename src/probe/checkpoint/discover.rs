@@ -1,7 +1,8 @@
 //! Finding checkpoints in a directory tree, bounded: at most [`Limits::depth`] levels,
 //! [`Limits::max_files`] candidates and [`Limits::max_entries`] directory entries looked at.
-//! Skips `.git`, virtualenvs (directories holding `pyvenv.cfg`), `node_modules`,
-//! `site-packages`, `__pycache__`, and never follows a symlinked directory (no loops).
+//! Skips hidden directories (`.git`, `.venv`, ...), virtualenvs (directories holding
+//! `pyvenv.cfg`), `node_modules`, `site-packages`, `__pycache__`, cache directories tagged with
+//! `CACHEDIR.TAG` (cargo's `target/`), and never follows a symlinked directory (no loops).
 
 use crate::root::Root;
 use crate::snapshot::ProbeError;
@@ -83,6 +84,13 @@ pub fn classify_file(path: &Path) -> Option<Candidate> {
         .then(|| Candidate::File(path.to_path_buf()))
 }
 
+/// Directories that hold no checkpoints of the project: the SKIP_DIRS names, hidden directories
+/// (`.git`, `.venv`, `.cache`, ...) and cache directories tagged with `CACHEDIR.TAG` (cargo's
+/// `target/`, ...).
+fn skip_dir(root: &Root, dir: &Path, name: &str) -> bool {
+    SKIP_DIRS.contains(&name) || name.starts_with('.') || root.exists(&dir.join("CACHEDIR.TAG"))
+}
+
 /// Walk `dir` within `limits`, appending candidates.
 pub fn walk(
     root: &Root,
@@ -141,10 +149,10 @@ pub fn walk(
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             if md.is_dir() {
-                if depth + 1 < limits.depth
-                    && !SKIP_DIRS.contains(&name.as_str())
-                    && !(saved_model && name == "variables")
-                {
+                let skip = depth + 1 >= limits.depth
+                    || (saved_model && name == "variables")
+                    || skip_dir(root, &p, &name);
+                if !skip {
                     stack.push((p, depth + 1));
                 }
                 continue;

@@ -7,9 +7,14 @@
 //! - [`interp`] inspects one interpreter: version, kind, prefix, the import path as Python builds
 //!   it, installed distributions ([`dist_info`]) and shadowing.
 
+pub mod conda;
 pub mod discovery;
+pub mod discovery_path;
 pub mod dist_info;
+pub mod ide;
 pub mod interp;
+pub mod project;
+pub mod pyenv;
 
 use super::{Apply, Context};
 use crate::snapshot::ProbeError;

@@ -1,0 +1,128 @@
+//! The command-line contract that every subcommand shares: exit codes for bad arguments, output
+//! files, clean JSON on stdout, and a quiet closed pipe.
+
+use assert_cmd::Command;
+use std::process::Stdio;
+
+fn envdoctor() -> Command {
+    Command::cargo_bin("envdoctor").expect("binary built")
+}
+
+#[test]
+fn a_missing_root_is_exit_2_naming_it() {
+    let out = envdoctor()
+        .args(["snapshot", "--root", "/definitely/not/here"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/definitely/not/here"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_bad_deadline_is_exit_2() {
+    let out = envdoctor()
+        .args(["snapshot", "--deadline", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--deadline"));
+}
+
+#[test]
+fn snapshot_of_an_empty_root_is_clean_json_and_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = envdoctor()
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["snapshot", "--root"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON alone");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(
+        v["root"],
+        dir.path().canonicalize().unwrap().to_str().unwrap()
+    );
+    // An empty machine has no interpreters.
+    assert_eq!(v["pythons"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn output_file_is_written_and_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("snap.json");
+    let out = envdoctor()
+        .args(["snapshot", "--root"])
+        .arg(dir.path())
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    let text = std::fs::read_to_string(&file).unwrap();
+    let snap = envdoctor::Snapshot::from_json(&text, "snap.json").unwrap();
+    assert_eq!(snap.schema_version, envdoctor::snapshot::SCHEMA_VERSION);
+}
+
+#[test]
+fn an_unwritable_output_is_exit_2_naming_the_file() {
+    let out = envdoctor()
+        .args([
+            "snapshot",
+            "--root",
+            "/tmp",
+            "-o",
+            "/nonexistent-dir/x.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-dir/x.json"));
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    // `envdoctor snapshot | head -c1`: the reader goes away early.
+    let bin = assert_cmd::cargo::cargo_bin("envdoctor");
+    let mut child = std::process::Command::new(bin)
+        .arg("snapshot")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn help_lists_examples_and_exit_codes() {
+    let out = envdoctor().arg("--help").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Examples:") && text.contains("Exit codes:"),
+        "{text}"
+    );
+    let out = envdoctor().arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("envdoctor "));
+}
