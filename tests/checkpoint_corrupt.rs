@@ -250,3 +250,23 @@ fn saved_model_garbage_and_special_files() {
     let err = error_for(&fifo);
     assert!(err.contains("FIFO"), "{err}");
 }
+
+#[test]
+fn onnx_truncated_and_hostile() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fs::read(fixture("tiny.onnx")).unwrap();
+    let cut = dir.path().join("cut.onnx");
+    fs::write(&cut, &src[..src.len() / 2]).unwrap();
+    assert!(error_for(&cut).contains("beyond the file"));
+
+    // ir_version, then a graph field claiming 2^60 bytes.
+    let hostile = dir.path().join("hostile.onnx");
+    let mut bytes = vec![0x08, 0x07, 0x3a];
+    bytes.extend(varint(1 << 60));
+    fs::write(&hostile, &bytes).unwrap();
+    assert!(error_for(&hostile).contains("claims"));
+
+    let text = dir.path().join("text.onnx");
+    fs::write(&text, "not a model").unwrap();
+    let _ = error_for(&text);
+}

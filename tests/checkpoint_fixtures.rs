@@ -132,6 +132,16 @@ fn every_fixture_is_read_without_errors_and_matches_the_frameworks() {
         .collect();
     assert_eq!(keys, want);
     assert_eq!(st["metadata"], pt["model.safetensors"]["metadata"]);
+    let onnx = &entry(&snap, "tiny.onnx")["onnx"];
+    assert_eq!(onnx["ir_version"], pt["tiny.onnx"]["ir_version"]);
+    assert_eq!(onnx["producer_name"], pt["tiny.onnx"]["producer_name"]);
+    let opsets: Vec<Value> = onnx["opsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["version"].clone())
+        .collect();
+    assert_eq!(opsets, vec![pt["tiny.onnx"]["opsets"][0][1].clone()]);
     let k3 = &entry(&snap, "keras_3.h5")["keras"];
     assert_eq!(k3["keras_version"], pt["keras_3.h5"]["keras_version"]);
     assert_eq!(k3["backend"], pt["keras_3.h5"]["backend"]);

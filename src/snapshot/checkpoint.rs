@@ -52,6 +52,9 @@ pub struct Checkpoint {
     /// Hugging Face model directory facts (`config.json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hf: Option<HfModel>,
+    /// ONNX model facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onnx: Option<OnnxModel>,
 }
 
 /// One tensor as a checkpoint index records it.
@@ -281,4 +284,32 @@ pub struct HfModel {
     /// Weight files in the directory (file names, sorted).
     #[serde(default)]
     pub weight_files: Vec<String>,
+}
+
+/// An ONNX model file's header fields (`ModelProto`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OnnxModel {
+    /// `ir_version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ir_version: Option<i64>,
+    /// `producer_name` (`pytorch`, `tf2onnx`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer_name: Option<String>,
+    /// `producer_version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer_version: Option<String>,
+    /// `opset_import`: the operator sets the graph needs.
+    #[serde(default)]
+    pub opsets: Vec<OnnxOpset>,
+}
+
+/// One `OperatorSetIdProto`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OnnxOpset {
+    /// The domain (`ai.onnx` for the default, empty, domain).
+    pub domain: String,
+    /// Its version.
+    pub version: i64,
 }

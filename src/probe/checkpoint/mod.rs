@@ -5,7 +5,7 @@
 //! Inputs: `--checkpoint PATH` (files, directories, or TF prefixes) and bounded discovery in
 //! the project directory ([`discover`]). Each format has its own module: [`tf_index`] /
 //! [`tf_ckpt`] (TF checkpoints and the `checkpoint` state file), [`saved_model`], [`keras`]
-//! (+ [`hdf5`]), [`torch`] (+ [`torch_allowlist`]), [`safetensors`], [`hf`]; [`proto`] is the
+//! (+ [`hdf5`]), [`torch`] (+ [`torch_allowlist`]), [`safetensors`], [`hf`], [`onnx`]; [`proto`] is the
 //! protobuf wire reader they share. A file that cannot be read becomes an entry with `error`
 //! set and a `probe_errors[]` entry naming it.
 
@@ -13,6 +13,7 @@ pub mod discover;
 pub mod hdf5;
 pub mod hf;
 pub mod keras;
+pub mod onnx;
 pub mod proto;
 pub mod safetensors;
 pub mod saved_model;
@@ -226,6 +227,14 @@ fn inspect_file(root: &Root, p: &Path, entry: &mut Checkpoint) -> Result<(), Str
             });
         }
         entry.safetensors = Some(st);
+        return Ok(());
+    }
+    if name.ends_with(".onnx") {
+        entry.format = "onnx".into();
+        let o = onnx::inspect(&file, len)?;
+        entry.producer = o.producer_name.clone();
+        entry.producer_version = o.producer_version.clone();
+        entry.onnx = Some(o);
         return Ok(());
     }
     if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
