@@ -63,7 +63,10 @@ impl H5<'_> {
     /// Messages (type, data) of the object header at `addr`.
     fn messages(&self, addr: u64) -> Result<Vec<(u16, Vec<u8>)>, String> {
         let mut out = Vec::new();
-        let head = self.read(addr, 16.min(self.len.saturating_sub(self.base + addr)))?;
+        let head = self.read(
+            addr,
+            16.min(self.len.saturating_sub(self.base.saturating_add(addr))),
+        )?;
         let mut blocks: Vec<(u64, u64, bool)> = Vec::new();
         let v2 = head.starts_with(b"OHDR");
         let mut creation_order = false;
@@ -78,14 +81,14 @@ impl H5<'_> {
                 off += 4;
             }
             let w = 1u64 << (flags & 3);
-            let size = uint(&self.read(addr + off, w)?);
-            blocks.push((addr + off + w, size, true));
+            let size = uint(&self.read(addr.saturating_add(off), w)?);
+            blocks.push((addr.saturating_add(off + w), size, true));
         } else {
             if head.first() != Some(&1) {
                 return Err("unknown HDF5 object header version".into());
             }
             let size = uint(get(&head, 8, 4)?);
-            blocks.push((addr + 16, size, false));
+            blocks.push((addr.saturating_add(16), size, false));
         }
         let mut i = 0;
         while i < blocks.len() {

@@ -81,6 +81,6 @@ pub fn inspect(file: &File, len: u64) -> Result<Safetensors, String> {
     }
     out.tensors.sort_by(|a, b| a.name.cmp(&b.name));
     out.dtypes = dtypes.into_iter().collect();
-    out.truncated = 8 + n + data_end > len;
+    out.truncated = (8 + n).saturating_add(data_end) > len;
     Ok(out)
 }
