@@ -75,7 +75,9 @@ pub fn classify_file(path: &Path) -> Option<Candidate> {
     if name.ends_with(".index") {
         return Some(Candidate::TfIndex(path.to_path_buf()));
     }
-    if name.starts_with("pytorch_model") && name.ends_with(".bin") {
+    // transformers' Trainer writes `training_args.bin` with torch.save (a pickled dataclass).
+    if (name.starts_with("pytorch_model") && name.ends_with(".bin")) || name == "training_args.bin"
+    {
         return Some(Candidate::File(path.to_path_buf()));
     }
     let ext = path.extension()?.to_string_lossy().to_ascii_lowercase();
