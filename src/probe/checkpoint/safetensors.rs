@@ -34,53 +34,79 @@ pub fn inspect(file: &File, len: u64) -> Result<Safetensors, String> {
     let mut buf = vec![0u8; n as usize];
     file.read_exact_at(&mut buf, 8)
         .map_err(|e| format!("cannot read the header: {e}"))?;
-    let json: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(&buf).map_err(|e| format!("header is not a JSON object: {e}"))?;
-    let mut out = Safetensors::default();
-    let mut dtypes = BTreeSet::new();
-    let mut data_end = 0u64;
-    for (k, v) in &json {
-        if k == "__metadata__" {
-            if let Some(m) = v.as_object() {
-                for (mk, mv) in m {
-                    let s = mv
-                        .as_str()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| mv.to_string());
-                    out.metadata.insert(mk.clone(), s);
-                }
-            }
-            continue;
-        }
-        out.tensor_count += 1;
-        let dtype = v
-            .get("dtype")
-            .and_then(|d| d.as_str())
-            .unwrap_or("?")
-            .to_string();
-        dtypes.insert(dtype.clone());
-        if let Some(end) = v
-            .get("data_offsets")
-            .and_then(|o| o.get(1))
-            .and_then(|e| e.as_u64())
-        {
-            data_end = data_end.max(end);
-        }
-        if out.tensors.len() < MAX_TENSORS {
-            let shape = v
-                .get("shape")
-                .and_then(|s| s.as_array())
-                .map(|a| a.iter().map(|d| d.as_i64().unwrap_or(-1)).collect())
-                .unwrap_or_default();
-            out.tensors.push(Tensor {
-                name: k.clone(),
-                dtype,
-                shape,
-            });
-        }
-    }
+    let header: Header = serde_json::from_slice(&buf)
+        .map_err(|e| format!("header is not a safetensors JSON object: {e}"))?;
+    let mut out = header.out;
     out.tensors.sort_by(|a, b| a.name.cmp(&b.name));
-    out.dtypes = dtypes.into_iter().collect();
-    out.truncated = (8 + n).saturating_add(data_end) > len;
+    out.dtypes = header.dtypes.into_iter().collect();
+    out.truncated = (8 + n).saturating_add(header.data_end) > len;
     Ok(out)
+}
+
+/// One tensor's header entry (unknown fields ignored).
+#[derive(serde::Deserialize)]
+struct RawTensor {
+    #[serde(default)]
+    dtype: String,
+    #[serde(default)]
+    shape: Vec<i64>,
+    #[serde(default)]
+    data_offsets: Vec<u64>,
+}
+
+/// The header, summarised while it is parsed: no JSON tree of every tensor is built, so a
+/// header with 100k tensors costs the summary only.
+#[derive(Default)]
+struct Header {
+    out: Safetensors,
+    dtypes: BTreeSet<String>,
+    data_end: u64,
+}
+
+impl<'de> serde::Deserialize<'de> for Header {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Header;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object of tensors")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Header, A::Error> {
+                let mut h = Header::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "__metadata__" {
+                        let m: serde_json::Map<String, serde_json::Value> = map.next_value()?;
+                        for (k, v) in m {
+                            let s = v
+                                .as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| v.to_string());
+                            h.out.metadata.insert(k, s);
+                        }
+                        continue;
+                    }
+                    let t: RawTensor = map.next_value()?;
+                    h.out.tensor_count += 1;
+                    if let Some(&end) = t.data_offsets.get(1) {
+                        h.data_end = h.data_end.max(end);
+                    }
+                    if !h.dtypes.contains(&t.dtype) {
+                        h.dtypes.insert(t.dtype.clone());
+                    }
+                    if h.out.tensors.len() < MAX_TENSORS {
+                        h.out.tensors.push(Tensor {
+                            name: key,
+                            dtype: t.dtype,
+                            shape: t.shape,
+                        });
+                    }
+                }
+                Ok(h)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }

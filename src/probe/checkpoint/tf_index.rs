@@ -117,18 +117,31 @@ impl Source<'_> {
     }
 }
 
+const CRC32C_TABLE: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0x82f6_3b78
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+};
+
 /// CRC-32C (Castagnoli) of `data`, masked as LevelDB stores it in block trailers.
 pub fn masked_crc32c(data: &[u8]) -> u32 {
     let mut crc = !0u32;
     for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0x82f6_3b78
-            } else {
-                crc >> 1
-            };
-        }
+        crc = CRC32C_TABLE[((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
     }
     let crc = !crc;
     crc.rotate_right(15).wrapping_add(0xa282_ead8)
