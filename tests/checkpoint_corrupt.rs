@@ -270,3 +270,30 @@ fn onnx_truncated_and_hostile() {
     fs::write(&text, "not a model").unwrap();
     let _ = error_for(&text);
 }
+
+#[test]
+fn a_legacy_torch_pickle_larger_than_the_first_read_is_scanned_whole() {
+    // The first three pickles (magic, protocol, sys_info) of a real legacy file, then an object
+    // pickle of 2 MiB (past the first 1 MiB read) that references a global at its end.
+    let src = fs::read(fixture("torch_legacy.pt")).unwrap();
+    let mut pos = 0;
+    for _ in 0..3 {
+        pos += envdoctor::probe::checkpoint::torch::scan(&src[pos..])
+            .unwrap()
+            .end;
+    }
+    let mut bytes = src[..pos].to_vec();
+    bytes.extend_from_slice(b"\x80\x02X");
+    bytes.extend_from_slice(&(2u32 << 20).to_le_bytes());
+    bytes.extend(std::iter::repeat_n(b'a', 2 << 20));
+    bytes.extend_from_slice(b"0cpathlib\nPosixPath\n)R.");
+    bytes.extend_from_slice(b"\x80\x02]q\x00.");
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big_legacy.pt");
+    fs::write(&big, &bytes).unwrap();
+    let snap = probe(std::slice::from_ref(&big));
+    assert!(snap.probe_errors.is_empty(), "{:?}", snap.probe_errors);
+    let t = snap.checkpoints[0].torch.clone().unwrap();
+    assert_eq!(t.unsafe_globals, ["pathlib.PosixPath"]);
+    assert!(t.needs_weights_only_false);
+}

@@ -273,9 +273,21 @@ fn inspect_file(root: &Root, p: &Path, entry: &mut Checkpoint) -> Result<(), Str
     if head.first() == Some(&0x80) {
         entry.format = "torch-legacy".into();
         entry.producer = Some("torch".into());
-        let buf = read_prefix(root, p, torch::MAX_PICKLE)?;
-        entry.torch = Some(torch::inspect_legacy(&buf)?);
-        return Ok(());
+        // The pickles come first and the raw storages after them: read a growing prefix
+        // (1 MiB, 8 MiB, 64 MiB) until the pickles are complete, never the whole file.
+        let mut limit = 1u64 << 20;
+        loop {
+            let buf = read_prefix(root, p, limit)?;
+            match torch::inspect_legacy(&buf) {
+                Err(e) if e.contains("truncated") && limit < len && limit < torch::MAX_PICKLE => {
+                    limit *= 8;
+                }
+                r => {
+                    entry.torch = Some(r?);
+                    return Ok(());
+                }
+            }
+        }
     }
     if head.starts_with(b"version https://git-lfs") {
         return Err("a Git LFS pointer, not the checkpoint itself (run `git lfs pull`)".into());

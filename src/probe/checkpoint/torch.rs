@@ -16,6 +16,8 @@ use std::io::Read;
 pub const LEGACY_MAGIC: u128 = 0x1950a86a20f9469cfc6c;
 /// Most bytes of a pickle we scan.
 pub const MAX_PICKLE: u64 = 64 * 1024 * 1024;
+/// Most memoized strings remembered (for STACK_GLOBAL through BINGET); keeps memory flat.
+const MAX_MEMO: usize = 1 << 20;
 
 /// What the opcode scan found.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -186,7 +188,7 @@ pub fn scan(buf: &[u8]) -> Result<Scan, String> {
             }
             // Memo.
             0x94 => {
-                if let Some(Item::Str(s)) = stack.last() {
+                if let (Some(Item::Str(s)), true) = (stack.last(), memo.len() < MAX_MEMO) {
                     memo.insert(memo_next, s.clone());
                 }
                 memo_next += 1;
@@ -200,7 +202,7 @@ pub fn scan(buf: &[u8]) -> Result<Scan, String> {
                         .parse()
                         .unwrap_or(u64::MAX),
                 };
-                if let Some(Item::Str(s)) = stack.last() {
+                if let (Some(Item::Str(s)), true) = (stack.last(), memo.len() < MAX_MEMO) {
                     memo.insert(idx, s.clone());
                 }
             }
