@@ -203,3 +203,43 @@ fn the_facts_behind_the_field_reports_are_there() {
     assert_eq!(hf["hf"]["architectures"], serde_json::json!(["BertModel"]));
     assert_eq!(hf["producer_version"], "5.23.0");
 }
+
+#[test]
+fn an_absolute_latest_from_the_training_machine_resolves_inside_the_directory() {
+    // Seed 001's state file named `/output/ckpt/model.ckpt-5049`: a path of the machine that
+    // trained. Like tf.train.latest_checkpoint, fall back to that file name in the directory.
+    let dir = tempfile::tempdir().unwrap();
+    for f in std::fs::read_dir(fixtures().join("mixed_families")).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, dir.path().join(f.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("checkpoint"),
+        "model_checkpoint_path: \"/output/ckpt/model.ckpt-100\"\n\
+         all_model_checkpoint_paths: \"/output/ckpt/model.ckpt-100\"\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("envdoctor")
+        .unwrap()
+        .args(["snapshot", "--project"])
+        .arg(dir.path())
+        .arg("--checkpoint")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let snap: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let state = snap["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["format"] == "tf-checkpoint-state")
+        .unwrap();
+    let st = &state["tf_state"];
+    assert_eq!(st["latest"], "/output/ckpt/model.ckpt-100");
+    assert_eq!(
+        st["latest_resolved"],
+        dir.path().join("model.ckpt-100").to_str().unwrap()
+    );
+    assert_eq!(st["latest_exists"], true);
+    assert_eq!(st["latest_is_other_family"], true);
+}
