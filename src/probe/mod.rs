@@ -7,6 +7,7 @@
 //! others' facts are kept. A thread stuck in a blocking syscall (a dead network mount) is
 //! abandoned, not joined: the process exits without waiting for it.
 
+pub mod checkpoint;
 pub mod cuda;
 pub mod env;
 pub mod gpu;
@@ -128,6 +129,11 @@ pub fn registry() -> Vec<Probe> {
             name: "env",
             stage: 1,
             run: env::probe,
+        },
+        Probe {
+            name: "checkpoint",
+            stage: 1,
+            run: checkpoint::probe,
         },
     ]
 }
