@@ -644,7 +644,7 @@ impl<'a> Compiler<'a> {
         if let Some(b) = c.empty {
             ops.push(Op::Empty(b));
         }
-        let singles: [(&Option<RawOperand>, fn(Operand) -> Op); 7] = [
+        let singles: [(&Option<RawOperand>, MakeOp); 7] = [
             (&c.equals, Op::Equals),
             (&c.not_equals, Op::NotEquals),
             (&c.lt, |o| Op::Cmp(CmpOp::Lt, o)),
@@ -715,6 +715,9 @@ impl<'a> Compiler<'a> {
         })
     }
 }
+
+/// Builds an operator from its operand.
+type MakeOp = fn(Operand) -> Op;
 
 fn is_kebab(id: &str) -> bool {
     !id.is_empty()

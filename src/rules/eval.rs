@@ -48,21 +48,24 @@ pub struct Hit {
     pub evidence: Vec<Evidence>,
 }
 
+/// What a scoped rule is evaluated for: (variable, element, label); None for machine rules.
+type Subject<'a> = Option<(String, &'a Value, String)>;
+
 /// Evaluate `rule` on `root` (a snapshot as JSON), with `params` (the rule's, overridden).
 pub fn run_rule(rule: &Rule, root: &Value, params: &BTreeMap<String, Value>) -> Vec<Hit> {
     let mut hits = Vec::new();
-    let subjects: Vec<(Option<(String, &Value, String)>,)> = match rule.scope.binding() {
-        None => vec![(None,)],
+    let subjects: Vec<Subject> = match rule.scope.binding() {
+        None => vec![None],
         Some((section, var)) => match root.get(section) {
             Some(Value::Array(items)) => items
                 .iter()
                 .enumerate()
-                .map(|(i, v)| (Some((var.to_string(), v, element_label(section, i, v))),))
+                .map(|(i, v)| Some((var.to_string(), v, element_label(section, i, v))))
                 .collect(),
             _ => Vec::new(),
         },
     };
-    for (subject,) in subjects {
+    for subject in subjects {
         let mut ev = Eval {
             root,
             params,
