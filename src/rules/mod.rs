@@ -10,6 +10,7 @@
 
 pub mod compile;
 pub mod eval;
+pub mod explain;
 pub mod model;
 pub mod path;
 pub mod template;
