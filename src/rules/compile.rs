@@ -256,7 +256,15 @@ impl<'a> Compiler<'a> {
                     .unwrap_or((0, 0));
                 let msg = e.to_string();
                 // The parser's own text may repeat the position and add a snippet: keep line 1.
-                let first = msg.lines().next().unwrap_or("invalid YAML").to_string();
+                let first = msg.lines().next().unwrap_or("invalid YAML");
+                let first = first.strip_prefix("error: ").unwrap_or(first);
+                let first = match first.split_once(": ") {
+                    Some((pos, rest)) if pos.starts_with("line ") && pos.contains(" column ") => {
+                        rest
+                    }
+                    _ => first,
+                }
+                .to_string();
                 return Err(vec![RuleError {
                     file: self.file.to_string(),
                     line,
