@@ -380,3 +380,34 @@ fn no_error_finding_on_a_fresh_venv() {
         "the project's venv is among the interpreters checked"
     );
 }
+
+#[test]
+fn the_readme_rule_example_loads_and_its_tests_pass() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme
+        .find("```yaml\nrules:\n")
+        .expect("README has a worked rule example")
+        + "```yaml\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("torch.yaml"), &readme[start..end]).unwrap();
+    let out = envdoctor()
+        .args(["rules", "test"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 passed, 0 failed"));
+    envdoctor()
+        .args(["rules", "lint"])
+        .arg(dir.path())
+        .assert()
+        .code(0);
+}
