@@ -321,7 +321,7 @@ fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
                         serde_json::json!({
                             "id": r.id, "severity": r.severity, "scope": r.scope.as_str(),
                             "title": r.title, "file": r.origin.file, "line": r.origin.line,
-                            "shipped": r.origin.shipped,
+                            "shipped": r.origin.shipped, "facts": r.when.facts(),
                         })
                     })
                     .collect();

@@ -541,6 +541,22 @@ mod tests {
     }
 
     #[test]
+    fn duplicate_ids_across_user_files_are_an_error_naming_both_places() {
+        let dir = tempfile::tempdir().unwrap();
+        let rule = "rules:\n  - id: same-id\n    title: t\n    severity: info\n    scope: machine\n    when: {fact: env.X, exists: true}\n    message: \"{{env.X}}\"\n    fix: f\n";
+        std::fs::write(dir.path().join("a.yaml"), rule).unwrap();
+        std::fs::write(dir.path().join("b.yml"), rule).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "not a rule file").unwrap();
+        let err = RuleSet::from_paths(&[dir.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("duplicate rule id `same-id`"), "{err}");
+        assert!(err.contains("b.yml:2") && err.contains("a.yaml:2"), "{err}");
+        let set = one("{fact: env.X, exists: true}", "x", "machine", "");
+        assert_eq!(set.rules()[0].when.facts(), vec!["env.X".to_string()]);
+    }
+
+    #[test]
     fn params_are_overridden_by_name() {
         let mut set = RuleSet::shipped().unwrap_or_else(|e| panic!("{e}"));
         assert!(set.set_params(&["nope.x=1".into()]).is_err());
