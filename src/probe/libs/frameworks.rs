@@ -518,8 +518,9 @@ fn tensorflow(
                 .next()
                 .and_then(|m| m.parse().ok())
                 .unwrap_or(0);
-            let (v, why) = match (&cudart, major >= 12) {
-                (Some(c), true) => (c.clone(), "TF_CUDART_VERSION (CUDA >= 12)"),
+            let (v, why) = match (d("TF_CUPTI_VERSION"), &cudart, major >= 12) {
+                (Some(c), _, _) => (c, "TF_CUPTI_VERSION"),
+                (None, Some(c), true) => (c.clone(), "TF_CUDART_VERSION (CUDA >= 12)"),
                 _ => (cuda.clone(), "TF_CUDA_VERSION"),
             };
             want(fw, format!("libcupti.so.{v}"), format!("{hp} {why}"), &req);

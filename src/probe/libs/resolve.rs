@@ -96,7 +96,12 @@ pub fn resolve_python(
         if fw.is_cuda_build == Some(false) {
             continue;
         }
+        let asked: Vec<&str> = fw.wants.iter().filter_map(|w| family(&w.soname)).collect();
         for so in implied_family(fw.cuda_major, fw.cudnn_major) {
+            // What the framework itself asks for beats what its CUDA release implies.
+            if family(&so).is_some_and(|f| asked.contains(&f)) {
+                continue;
+            }
             wanted.entry(so.clone()).or_insert_with(|| {
                 (
                     Library {
