@@ -573,3 +573,107 @@ fn pid_reads_the_libraries_a_process_really_loaded() {
         .iter()
         .any(|e| e["probe"] == "libs" && e["path"] == "/proc/999999999/maps"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// A real NVIDIA wheel from PyPI (skipped without network unless ENVDOCTOR_REQUIRE_PYPI is set).
+
+fn need<T>(what: &str, r: Result<T, String>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) if std::env::var_os("ENVDOCTOR_REQUIRE_PYPI").is_some() => panic!("{what}: {e}"),
+        Err(e) => {
+            eprintln!("SKIPPED: {what} needs python3, pip and PyPI: {e}");
+            None
+        }
+    }
+}
+
+fn run_ok(cmd: &mut std::process::Command) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A venv with `nvidia-cuda-runtime-cu12` from PyPI; returns (tempdir, venv, wheel version).
+fn cudart_venv() -> Result<(tempfile::TempDir, PathBuf, String), String> {
+    let t = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let venv = t
+        .path()
+        .canonicalize()
+        .map_err(|e| e.to_string())?
+        .join(".venv");
+    run_ok(
+        std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv),
+    )?;
+    let py = venv.join("bin/python");
+    run_ok(std::process::Command::new(&py).args([
+        "-m",
+        "pip",
+        "--disable-pip-version-check",
+        "--no-input",
+        "-q",
+        "install",
+        "--timeout",
+        "30",
+        "nvidia-cuda-runtime-cu12",
+    ]))?;
+    let version = run_ok(std::process::Command::new(&py).args([
+        "-c",
+        "import importlib.metadata as m; print(m.version('nvidia-cuda-runtime-cu12'))",
+    ]))?;
+    Ok((t, venv, version.trim().to_string()))
+}
+
+/// The real libcudart from NVIDIA's wheel, loaded by the load child: `cudaRuntimeGetVersion`
+/// says the wheel's CUDA major.minor.
+#[test]
+fn pypi_cudart_wheel_version_from_the_load_probe() {
+    let Some((t, venv, wheel)) = need("nvidia-cuda-runtime-cu12 venv", cudart_venv()) else {
+        return;
+    };
+    let site = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("site-packages");
+    // A torch-like package that names CUDA 12 so the CUDA family is resolved in this venv.
+    let dist = site.join("torch-2.4.1.dist-info");
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(
+        dist.join("METADATA"),
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.4.1\nRequires-Dist: nvidia-cuda-runtime-cu12\n",
+    )
+    .unwrap();
+    std::fs::write(dist.join("RECORD"), "").unwrap();
+    std::fs::create_dir_all(site.join("torch")).unwrap();
+    std::fs::write(site.join("torch/version.py"), "cuda = '12.4'\n").unwrap();
+    let pip_dir = site.join("nvidia/cuda_runtime/lib");
+    let snap = envdoctor(
+        &[
+            "snapshot",
+            "--project",
+            t.path().canonicalize().unwrap().to_str().unwrap(),
+        ],
+        &[
+            ("LD_LIBRARY_PATH", pip_dir.to_str().unwrap()),
+            ("PATH", "/usr/bin:/bin"),
+        ],
+    );
+    let l = library(&snap, venv.to_str().unwrap(), "libcudart.so.12");
+    assert_eq!(l["resolves"], true, "{l:#}");
+    assert_eq!(l["reason"], "cuda-family");
+    assert_eq!(l["load"]["status"], "loaded", "{l:#}");
+    assert_eq!(l["load"]["version_call"], "cudaRuntimeGetVersion");
+    let want: Vec<&str> = wheel.split('.').take(2).collect();
+    assert_eq!(l["load"]["version"], want.join("."), "wheel {wheel}: {l:#}");
+}
