@@ -677,3 +677,203 @@ fn pypi_cudart_wheel_version_from_the_load_probe() {
     let want: Vec<&str> = wheel.split('.').take(2).collect();
     assert_eq!(l["load"]["version"], want.join("."), "wheel {wheel}: {l:#}");
 }
+
+/// TF 2.2 (CUDA 10.1, no cuda_config.h: sonames derived from build_info.py) on the CUPTI-link
+/// fixture: `libcupti.so.10.1` resolves, through a link whose name lies about its target.
+#[test]
+fn tf22_cupti_link_claims_another_version() {
+    let t = tempfile::tempdir().unwrap();
+    let m = t.path().canonicalize().unwrap().join("m");
+    copy_tree(&fixture_dir("lib-cupti-link"), &m);
+    cc::Lib::new("libcupti.so.10.2")
+        .build(&m.join("usr/local/cuda-10.2/extras/CUPTI/lib64/libcupti.so.10.2.75"));
+    // A Debian python 3.8 with tensorflow 2.2.0 (files in the shape TF 2.2's wheel ships).
+    std::fs::create_dir_all(m.join("usr/bin")).unwrap();
+    std::fs::write(m.join("usr/bin/python3.8"), "#!/bin/sh\nexit 99\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        m.join("usr/bin/python3.8"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::create_dir_all(m.join("usr/lib/python3.8/lib-dynload")).unwrap();
+    std::fs::write(m.join("usr/lib/python3.8/os.py"), "# stdlib landmark\n").unwrap();
+    std::fs::create_dir_all(m.join("usr/lib/python3/dist-packages")).unwrap();
+    let site = m.join("usr/local/lib/python3.8/dist-packages");
+    let dist = site.join("tensorflow-2.2.0.dist-info");
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(
+        dist.join("METADATA"),
+        "Metadata-Version: 2.1\nName: tensorflow\nVersion: 2.2.0\n",
+    )
+    .unwrap();
+    std::fs::write(dist.join("RECORD"), "").unwrap();
+    std::fs::create_dir_all(site.join("tensorflow/python/platform")).unwrap();
+    std::fs::write(
+        site.join("tensorflow/python/platform/build_info.py"),
+        "is_rocm_build = False\nis_cuda_build = True\ncuda_version_number = '10.1'\ncudnn_version_number = '7'\n",
+    )
+    .unwrap();
+    let snap = envdoctor(
+        &["snapshot", "--root", m.to_str().unwrap()],
+        &[("LD_LIBRARY_PATH", "/usr/local/cuda/extras/CUPTI/lib64")],
+    );
+    let tf = &snap["frameworks"][0];
+    assert_eq!(tf["version"], "2.2.0");
+    assert_eq!(tf["cuda_version"], "10.1");
+    assert_eq!(tf["cudnn_major"], 7);
+    let wants = sonames(tf);
+    for s in ["libcudart.so.10.1", "libcupti.so.10.1", "libcudnn.so.7"] {
+        assert!(wants.contains(&s.to_string()), "{s}: {wants:?}");
+    }
+    let l = library(&snap, "/usr/bin/python3.8", "libcupti.so.10.1");
+    assert_eq!(l["resolves"], true);
+    assert_eq!(l["found_via"], "ld-library-path");
+    assert_eq!(l["name_version"], "10.1");
+    assert_eq!(l["file_version"], "10.2.75");
+    assert_eq!(l["version_mismatch"], true);
+    assert_eq!(l["elf"]["soname"], "libcupti.so.10.2");
+    // The soname the file really carries.
+    assert_eq!(l["major"], 10);
+    assert_eq!(l["chain"].as_array().unwrap().len(), 2, "{l:#}");
+}
+
+/// A symbol version the requester needs that the winning copy does not define is on record
+/// (`version 'CUDNN_9.1' not found` at import), and the real loader agrees it fails.
+#[test]
+fn missing_symbol_versions_of_the_winning_copy() {
+    if !cc::have_cc() || !python3_ok() {
+        eprintln!("SKIPPED: needs cc and python3");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().canonicalize().unwrap();
+    let sys = d.join("sys/lib64");
+    cc::Lib::new("libcudnn.so.9")
+        .defines_versions(&["CUDNN_9.0"])
+        .build(&sys.join("libcudnn.so.9"));
+    let project = d.join("proj");
+    let v = torch_venv(
+        &project,
+        ".venv",
+        "2.4.1",
+        "libcudnn.so.9",
+        90100,
+        &sys,
+        &[],
+    );
+    // The pip copy defines CUDNN_9.1 and _C uses it; rebuild both.
+    let pip = v.site.join("nvidia/cudnn/lib");
+    cc::Lib::new("libcudnn.so.9")
+        .defines_versions(&["CUDNN_9.0", "CUDNN_9.1"])
+        .build(&pip.join("libcudnn.so.9"));
+    cc::Lib::new("_C.so")
+        .runpath("$ORIGIN/../nvidia/cudnn/lib")
+        .c("extern int envdoctor_v1(void);\nint use_it(void) { return envdoctor_v1(); }")
+        .needs(&pip, ":libcudnn.so.9")
+        .build(&v.c_ext);
+    let llp = sys.to_str().unwrap();
+    let snap = envdoctor(
+        &[
+            "snapshot",
+            "--no-load",
+            "--project",
+            project.to_str().unwrap(),
+        ],
+        &[("LD_LIBRARY_PATH", llp), ("PATH", "/usr/bin:/bin")],
+    );
+    let l = library(&snap, v.venv.to_str().unwrap(), "libcudnn.so.9");
+    assert_eq!(l["path"], sys.join("libcudnn.so.9").to_str().unwrap());
+    assert_eq!(
+        l["missing_symbol_versions"],
+        serde_json::json!(["libcudnn.so.9:CUDNN_9.1"])
+    );
+    assert_eq!(l["shadows_framework_copy"], true);
+    let exe = cc::Exe::dlopener().build(&d.join("dlopener"));
+    let out = cc::ld_debug(
+        &exe,
+        &[v.c_ext.to_str().unwrap()],
+        &[("LD_LIBRARY_PATH", llp)],
+        None,
+    );
+    assert!(
+        out.stdout.contains("version `CUDNN_9.1' not found"),
+        "{}",
+        out.stdout
+    );
+    // Without LD_LIBRARY_PATH the pip copy wins and nothing is missing.
+    let snap = envdoctor(
+        &[
+            "snapshot",
+            "--no-load",
+            "--project",
+            project.to_str().unwrap(),
+        ],
+        &[("PATH", "/usr/bin:/bin")],
+    );
+    let l = library(&snap, v.venv.to_str().unwrap(), "libcudnn.so.9");
+    assert_eq!(l["found_via"], "runpath");
+    assert!(l.get("missing_symbol_versions").is_none(), "{l:#}");
+}
+
+/// Bad input is a probe error naming the file, never a failure: a torch whose `_C` is not ELF,
+/// a `torch/lib` entry that is a symlink loop, a `build_info.py` that is not text we know.
+#[test]
+fn corrupt_entry_points_are_probe_errors() {
+    let t = tempfile::tempdir().unwrap();
+    let m = t.path().canonicalize().unwrap().join("m");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(m.join("usr/bin")).unwrap();
+    std::fs::write(m.join("usr/bin/python3.11"), "#!/bin/sh\nexit 99\n").unwrap();
+    std::fs::set_permissions(
+        m.join("usr/bin/python3.11"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::create_dir_all(m.join("usr/lib/python3.11/lib-dynload")).unwrap();
+    std::fs::write(m.join("usr/lib/python3.11/os.py"), "#\n").unwrap();
+    std::fs::create_dir_all(m.join("usr/lib/python3/dist-packages")).unwrap();
+    let site = m.join("usr/local/lib/python3.11/dist-packages");
+    let dist = site.join("torch-2.4.1.dist-info");
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(
+        dist.join("METADATA"),
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.4.1\n",
+    )
+    .unwrap();
+    std::fs::write(dist.join("RECORD"), "").unwrap();
+    std::fs::create_dir_all(site.join("torch/lib")).unwrap();
+    std::fs::write(site.join("torch/version.py"), [0xff, 0xfe, 0x00, 0x01]).unwrap();
+    std::fs::write(
+        site.join("torch/_C.cpython-311-x86_64-linux-gnu.so"),
+        b"\x7fELF garbage",
+    )
+    .unwrap();
+    cc::symlink("libloop.so", site.join("torch/lib/libloop.so"));
+    let snap = envdoctor(&["snapshot", "--root", m.to_str().unwrap()], &[]);
+    let fw = &snap["frameworks"][0];
+    assert_eq!(fw["name"], "torch");
+    let errs: Vec<(String, String)> = snap["probe_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["probe"] == "libs")
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap_or("").to_string(),
+                e["message"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let torch = "/usr/local/lib/python3.11/dist-packages/torch";
+    assert!(
+        errs.iter()
+            .any(|(p, _)| p == &format!("{torch}/_C.cpython-311-x86_64-linux-gnu.so")),
+        "{errs:#?}"
+    );
+    assert!(
+        errs.iter()
+            .any(|(p, _)| p == &format!("{torch}/lib/libloop.so")),
+        "{errs:#?}"
+    );
+}
