@@ -877,3 +877,101 @@ fn corrupt_entry_points_are_probe_errors() {
         "{errs:#?}"
     );
 }
+
+/// knowledge.md B23: pip's cuSPARSE needs `__nvJitLinkComplete_12_4` from `libnvJitLink.so.12`;
+/// an older system copy on LD_LIBRARY_PATH wins and lacks it. The emulation names the missing
+/// symbol; the real loader fails with exactly that undefined symbol.
+#[test]
+fn old_nvjitlink_on_ld_library_path_misses_a_symbol() {
+    if !cc::have_cc() || !python3_ok() {
+        eprintln!("SKIPPED: needs cc and python3");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().canonicalize().unwrap();
+    let jit = |dir: &Path, syms: &[&str]| {
+        let map = d.join(format!("jit{}.map", syms.len()));
+        std::fs::write(
+            &map,
+            format!(
+                "libnvJitLink.so.12 {{ global: {}; local: *; }};\n",
+                syms.join("; ")
+            ),
+        )
+        .unwrap();
+        let code: String = syms
+            .iter()
+            .map(|s| format!("int {s}(void) {{ return 0; }}\n"))
+            .collect();
+        cc::Lib::new("libnvJitLink.so.12")
+            .c(&code)
+            .arg(format!("-Wl,--version-script={}", map.display()))
+            .build(&dir.join("libnvJitLink.so.12"))
+    };
+    let sys = d.join("cuda-12.1/lib64");
+    jit(&sys, &["__nvJitLinkCreate_12_1"]);
+    let project = d.join("proj");
+    let v = torch_venv(
+        &project,
+        ".venv",
+        "2.5.1",
+        "libcudnn.so.9",
+        90100,
+        &sys,
+        &[],
+    );
+    let pip_jit = v.site.join("nvidia/nvjitlink/lib");
+    jit(
+        &pip_jit,
+        &["__nvJitLinkCreate_12_1", "__nvJitLinkComplete_12_4"],
+    );
+    let pip_sparse = v.site.join("nvidia/cusparse/lib");
+    cc::Lib::new("libcusparse.so.12")
+        .runpath("$ORIGIN/../../nvjitlink/lib")
+        .c("extern int __nvJitLinkComplete_12_4(void);\nint cusparseUse(void) { return __nvJitLinkComplete_12_4(); }")
+        .needs(&pip_jit, ":libnvJitLink.so.12")
+        .build(&pip_sparse.join("libcusparse.so.12"));
+    cc::Lib::new("_C.so")
+        .runpath("$ORIGIN/../nvidia/cusparse/lib")
+        .needs(&pip_sparse, ":libcusparse.so.12")
+        .build(&v.c_ext);
+    let llp = sys.to_str().unwrap();
+    let snap = envdoctor(
+        &[
+            "snapshot",
+            "--no-load",
+            "--project",
+            project.to_str().unwrap(),
+        ],
+        &[("LD_LIBRARY_PATH", llp), ("PATH", "/usr/bin:/bin")],
+    );
+    let venv = v.venv.to_str().unwrap();
+    let sparse = library(&snap, venv, "libcusparse.so.12");
+    assert_eq!(sparse["found_via"], "runpath");
+    assert_eq!(
+        sparse["missing_symbols"],
+        serde_json::json!(["libnvJitLink.so.12:__nvJitLinkComplete_12_4@libnvJitLink.so.12"]),
+        "{sparse:#}"
+    );
+    let j = library(&snap, venv, "libnvJitLink.so.12");
+    assert_eq!(j["reason"], "cuda-family");
+    assert_eq!(j["found_via"], "ld-library-path");
+    assert_eq!(j["shadows_framework_copy"], true);
+    assert_eq!(
+        j["shadowed_path"],
+        pip_jit.join("libnvJitLink.so.12").to_str().unwrap()
+    );
+    let exe = cc::Exe::dlopener().build(&d.join("dlopener"));
+    let out = cc::ld_debug(
+        &exe,
+        &[v.c_ext.to_str().unwrap()],
+        &[("LD_LIBRARY_PATH", llp)],
+        None,
+    );
+    assert!(
+        out.stdout
+            .contains("undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12"),
+        "{}",
+        out.stdout
+    );
+}

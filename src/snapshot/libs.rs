@@ -149,6 +149,12 @@ pub struct Library {
     /// (`version `GLIBCXX_3.4.30' not found`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_symbol_versions: Vec<String>,
+    /// Versioned symbols this library takes from a CUDA-family dependency (as the loader
+    /// resolves it for this library) that the dependency does not export, as
+    /// `dep-soname:symbol@VERSION` (`libnvJitLink.so.12:__nvJitLinkComplete_12_4@libnvJitLink.so.12`):
+    /// a certain `undefined symbol` at load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_symbols: Vec<String>,
 }
 
 fn wanted() -> String {

@@ -6,7 +6,9 @@
 //! finds the file, [`links::describe`] follows its symlinks, [`elf::read`] gives its facts,
 //! [`Loader::all_candidates`] lists the other copies (pip `nvidia/*/lib` and the framework's own
 //! `lib/` labelled `pip-nvidia` / `framework`), and symbol-version needs are checked one level
-//! deep: the requester against the library, the library against its own dependencies.
+//! deep: the requester against the library, the library against its own dependencies; for
+//! CUDA-family dependencies also each versioned symbol (`__nvJitLinkComplete_12_4@libnvJitLink.so.12`
+//! that an older `libnvJitLink.so.12` lacks: knowledge.md B23).
 
 use crate::probe::libs::frameworks::{family, implied_family, soname_major, Scan};
 use crate::probe::libs::search::{Loader, Object, Requester};
@@ -26,9 +28,31 @@ const OWN: [&str; 2] = ["framework", "pip-nvidia"];
 #[derive(Default)]
 struct ElfMemo {
     map: HashMap<PathBuf, Option<elf::ElfInfo>>,
+    syms: HashMap<PathBuf, Option<std::rc::Rc<elf::DynSymbols>>>,
 }
 
 impl ElfMemo {
+    /// The dynamic symbols of `p` (read once).
+    fn symbols(
+        &mut self,
+        root: &Root,
+        p: &Path,
+        errors: &mut Vec<ProbeError>,
+    ) -> Option<std::rc::Rc<elf::DynSymbols>> {
+        if let Some(v) = self.syms.get(p) {
+            return v.clone();
+        }
+        let v = match elf::read_with_symbols(root, p) {
+            Ok((_, s)) => Some(std::rc::Rc::new(s)),
+            Err(e) => {
+                errors.push(ProbeError::at(PROBE, e.path(), e.to_string()));
+                None
+            }
+        };
+        self.syms.insert(p.to_path_buf(), v.clone());
+        v
+    }
+
     fn get(&mut self, root: &Root, p: &Path, errors: &mut Vec<ProbeError>) -> Option<elf::ElfInfo> {
         if let Some(v) = self.map.get(p) {
             return v.clone();
@@ -191,6 +215,24 @@ pub fn resolve_python(
                                 .push(format!("{}:{v}", need.file));
                         }
                     }
+                    // CUDA-family dependencies: every versioned symbol it takes from them.
+                    if family(&need.file).is_some() {
+                        let mine = memo.symbols(root, &real, errors);
+                        let theirs = memo.symbols(root, &dp, errors);
+                        if let (Some(mine), Some(theirs)) = (mine, theirs) {
+                            for u in &mine.undefined {
+                                let Some(ver) = u.version.as_deref() else {
+                                    continue;
+                                };
+                                if need.versions.iter().any(|v| v == ver)
+                                    && !theirs.provides(&u.name, Some(ver))
+                                {
+                                    lib.missing_symbols
+                                        .push(format!("{}:{}@{ver}", need.file, u.name));
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -235,6 +277,8 @@ pub fn resolve_python(
                 lib.shadowed_path = Some(c.path.clone());
             }
         }
+        lib.missing_symbols.sort();
+        lib.missing_symbols.dedup();
         lib.missing_symbol_versions.sort();
         lib.missing_symbol_versions.dedup();
         out.push(lib);
