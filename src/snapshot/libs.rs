@@ -100,7 +100,8 @@ pub struct Library {
     pub major: Option<u64>,
     /// True when the loader finds a file.
     pub resolves: bool,
-    /// The path the loader opens (as opened, not canonicalised).
+    /// The path the loader opens (as opened, not canonicalised); also set when `resolves` is
+    /// false because the search stopped on this file (`error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// How it was found: `rpath`, `ld-library-path`, `runpath`, `ld-so-cache`, `default-dirs`,

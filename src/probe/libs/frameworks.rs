@@ -174,10 +174,7 @@ pub fn scan_python(root: &Root, python: &Python, errors: &mut Vec<ProbeError>) -
             continue;
         }
         seen_dirs.push(dir.clone());
-        let (version, local) = match pkg.version.split_once('+') {
-            Some((v, l)) => (v.to_string(), Some(l.to_string())),
-            None => (pkg.version.clone(), None),
-        };
+        let local = pkg.version.split_once('+').map(|(_, l)| l.to_string());
         let mut fw = Framework {
             python: python.path.clone(),
             name: kind.to_string(),
@@ -194,7 +191,6 @@ pub fn scan_python(root: &Root, python: &Python, errors: &mut Vec<ProbeError>) -
             cuda_major: cuda_major_from_name(&pkg.name),
             ..Default::default()
         };
-        let _ = version;
         let mut scan = Scan {
             dlopen_requester: dir.clone(),
             ..Default::default()

@@ -96,7 +96,7 @@ pub fn inspect(
             .ok()
             .and_then(|i| i.soname)
             .unwrap_or(name);
-        let same_soname = |l: &&Library| l.soname == soname;
+        let same_soname = |l: &&Library| l.soname == soname && l.resolves;
         let predicted = libraries
             .iter()
             .filter(same_soname)

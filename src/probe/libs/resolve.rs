@@ -165,8 +165,11 @@ pub fn resolve_python(
         lib.name_version = links::name_version(&soname);
         lib.major = soname_major(&soname);
         let mut winner_real: Option<PathBuf> = None;
-        if let Some(p) = res.path.as_ref().filter(|_| res.error.is_none()) {
+        if let Some(p) = &res.path {
+            // Kept when the search stopped on it (`file too short`): the file to look at.
             lib.path = Some(s(p));
+        }
+        if let Some(p) = res.path.as_ref().filter(|_| res.error.is_none()) {
             let f = links::describe(root, p);
             if f.is_loop {
                 errors.push(ProbeError::at(PROBE, p, "symlink loop"));
@@ -284,4 +287,70 @@ pub fn resolve_python(
         out.push(lib);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::root::Env;
+    use crate::snapshot::libs::{Framework, Wanted};
+
+    #[test]
+    fn wants_beat_the_implied_family_and_a_short_file_stops_the_search() {
+        let t = tempfile::tempdir().unwrap();
+        let lib = t.path().join("usr/lib/x86_64-linux-gnu");
+        std::fs::create_dir_all(&lib).unwrap();
+        // A truncated download where libcudnn.so.8 should be.
+        std::fs::write(lib.join("libcudnn.so.8"), b"not an ELF file").unwrap();
+        let root = Root::new(t.path());
+        let loader = Loader::new(&root, &Env::default());
+        let python = Python {
+            path: "/usr/bin/python3".into(),
+            ..Default::default()
+        };
+        let scan = Scan {
+            framework: Framework {
+                python: python.path.clone(),
+                name: "tensorflow".into(),
+                version: "2.4.0".into(),
+                cuda_major: Some(11),
+                cudnn_major: Some(8),
+                wants: vec![Wanted {
+                    soname: "libcusolver.so.10".into(),
+                    evidence: "test".into(),
+                    requester: None,
+                }],
+                ..Default::default()
+            },
+            dlopen_requester: "/site/tensorflow/python/_pywrap_tensorflow_internal.so".into(),
+            extra_dirs: Vec::new(),
+        };
+        let mut errors = Vec::new();
+        let libs = resolve_python(&root, &loader, &python, &[scan], &mut errors);
+        let names: Vec<&str> = libs.iter().map(|l| l.soname.as_str()).collect();
+        assert!(names.contains(&"libcusolver.so.10"));
+        assert!(!names.contains(&"libcusolver.so.11"), "{names:?}");
+        assert!(names.contains(&"libcudart.so.11.0"));
+        let cudnn = libs.iter().find(|l| l.soname == "libcudnn.so.8").unwrap();
+        assert_eq!(cudnn.reason, "cuda-family");
+        assert!(!cudnn.resolves, "{cudnn:?}");
+        assert!(cudnn
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("file too short"));
+        assert_eq!(
+            cudnn.path.as_deref(),
+            Some("/usr/lib/x86_64-linux-gnu/libcudnn.so.8")
+        );
+        let sol = libs
+            .iter()
+            .find(|l| l.soname == "libcusolver.so.10")
+            .unwrap();
+        assert_eq!(sol.wanted_by, vec!["tensorflow 2.4.0".to_string()]);
+        assert_eq!(
+            sol.requester,
+            "/site/tensorflow/python/_pywrap_tensorflow_internal.so"
+        );
+    }
 }
