@@ -264,12 +264,22 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
 fn snapshot(args: SnapshotArgs) -> Result<i32, Error> {
     let opts = args.probe.to_options()?;
     let snap = probe::collect(opts);
-    let json = snap.to_json();
+    // Streamed, not built as one string: a machine with many environments makes a snapshot of
+    // a hundred megabytes.
     match &args.output {
-        Some(path) => std::fs::write(path, json)
-            .map_err(|e| Error::input(path.display().to_string(), format!("cannot write: {e}")))?,
+        Some(path) => {
+            let shown = path.display().to_string();
+            let file = std::fs::File::create(path)
+                .map_err(|e| Error::input(&shown, format!("cannot write: {e}")))?;
+            snap.write_json(std::io::BufWriter::new(file))
+                .map_err(|e| Error::input(&shown, format!("cannot write: {e}")))?;
+        }
         None => {
-            write_stdout(&json).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))?
+            let stdout = std::io::stdout();
+            match snap.write_json(std::io::BufWriter::new(stdout.lock())) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other.map_err(|e| Error::other(format!("cannot write to stdout: {e}")))?,
+            }
         }
     }
     Ok(0)

@@ -176,6 +176,14 @@ impl Snapshot {
         s
     }
 
+    /// Write it as pretty JSON with a trailing newline (the same bytes as [`Snapshot::to_json`])
+    /// without building the whole text in memory.
+    pub fn write_json<W: std::io::Write>(&self, mut w: W) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut w, self).map_err(std::io::Error::from)?;
+        w.write_all(b"\n")?;
+        w.flush()
+    }
+
     /// Parse a snapshot, refusing ones written by a newer envdoctor. `what` names the source
     /// (a file path) in messages.
     pub fn from_json(text: &str, what: &str) -> Result<Snapshot, crate::Error> {
@@ -254,6 +262,9 @@ mod tests {
         let mut s = Snapshot::empty();
         s.probe_errors.push(ProbeError::new("gpu", "no NVML"));
         let text = s.to_json();
+        let mut streamed = Vec::new();
+        s.write_json(&mut streamed).unwrap();
+        assert_eq!(streamed, text.as_bytes());
         assert_eq!(Snapshot::from_json(&text, "a.json").unwrap(), s);
         let newer = text.replace("\"schema_version\": 1", "\"schema_version\": 99");
         let err = Snapshot::from_json(&newer, "b.json")
