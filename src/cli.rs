@@ -5,8 +5,11 @@
 //! drift, 2 envdoctor could not do its job.
 
 use crate::probe::{self, Options};
-use crate::report::write_stdout;
+use crate::report::findings::{self, FailOn, Summary};
+use crate::report::style::Style;
+use crate::report::{write_stdout, Format};
 use crate::root::{Env, Root};
+use crate::rules::RuleSet;
 use crate::Error;
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
@@ -14,6 +17,8 @@ use std::time::Duration;
 
 const EXAMPLES: &str = "\
 Examples:
+  envdoctor check                         what will break on this machine, and how to fix it
+  envdoctor check --format json           the same as JSON (findings + snapshot), for CI
   envdoctor snapshot                      facts about this machine, as JSON on stdout
   envdoctor snapshot -o today.json        ... saved to a file
   envdoctor snapshot --project ~/proj     also the project's venvs and IDE interpreters
@@ -36,8 +41,16 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Probe the machine (or read a saved snapshot), evaluate the rule pack and say what will
+    /// break, why and how to fix it.
+    Check(CheckArgs),
     /// Probe the machine and write every fact as JSON (stdout by default).
     Snapshot(SnapshotArgs),
+    /// List, show, test and lint rules.
+    #[command(subcommand)]
+    Rules(RulesCommand),
+    /// Explain a rule: what the failure looks like, why it happens, what is checked, the fix.
+    Explain(ExplainArgs),
     /// Internal: query NVML and stream JSON lines (run by the gpu probe in a child process).
     #[command(name = "__nvml-child", hide = true)]
     NvmlChild(NvmlChildArgs),
@@ -76,6 +89,93 @@ pub struct ProbeArgs {
     /// Inspect a running training process: which CUDA libraries it really loaded (repeatable).
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
+}
+
+/// `envdoctor check`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  envdoctor check                           this machine, this project
+  envdoctor check --checkpoint runs/exp1    also inspect a training directory
+  envdoctor check --from today.json         rules on a saved snapshot
+  envdoctor check --format json --fail-on warning      a CI gate
+  envdoctor check --rules ./team-rules      add (or replace) rules
+
+Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2 envdoctor could not do
+its job (bad arguments, unreadable snapshot, invalid rules).")]
+pub struct CheckArgs {
+    /// Probe options (ignored with --from).
+    #[command(flatten)]
+    pub probe: ProbeArgs,
+    /// Evaluate the rules on a snapshot saved by `envdoctor snapshot` instead of probing.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub from: Option<PathBuf>,
+    /// Add the rules in this directory or file (repeatable); a rule with a shipped id replaces it.
+    #[arg(long = "rules", value_name = "DIR")]
+    pub rules: Vec<PathBuf>,
+    /// Override a rule parameter, e.g. `gpu-memory-held-by-other-process.threshold_percent=30`.
+    #[arg(long = "param", value_name = "RULE.NAME=VALUE")]
+    pub params: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Exit 1 when a finding is at or above this severity.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+}
+
+/// `envdoctor rules ...`.
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// List the rules (shipped, plus --rules).
+    List(RulesListArgs),
+    /// Show one rule as written, with where it comes from.
+    Show(RulesShowArgs),
+    /// Run rules' inline tests (default: the shipped pack and --rules; or the given files/dirs).
+    Test(RulesFilesArgs),
+    /// Validate rule files and report style problems (missing tests, references, ...).
+    Lint(RulesFilesArgs),
+}
+
+/// `envdoctor rules list`.
+#[derive(Debug, Args)]
+pub struct RulesListArgs {
+    /// Also load rules from here (repeatable).
+    #[arg(long = "rules", value_name = "DIR")]
+    pub rules: Vec<PathBuf>,
+    /// Output format (text or json).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `envdoctor rules show`.
+#[derive(Debug, Args)]
+pub struct RulesShowArgs {
+    /// The rule id.
+    pub id: String,
+    /// Also load rules from here (repeatable).
+    #[arg(long = "rules", value_name = "DIR")]
+    pub rules: Vec<PathBuf>,
+}
+
+/// `envdoctor rules test|lint`.
+#[derive(Debug, Args)]
+pub struct RulesFilesArgs {
+    /// Rule files or directories (default: the shipped pack plus --rules).
+    pub paths: Vec<PathBuf>,
+    /// Also load rules from here (repeatable; with no PATHs).
+    #[arg(long = "rules", value_name = "DIR")]
+    pub rules: Vec<PathBuf>,
+}
+
+/// `envdoctor explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The rule id (see `envdoctor rules list`).
+    pub id: String,
+    /// Also load rules from here (repeatable).
+    #[arg(long = "rules", value_name = "DIR")]
+    pub rules: Vec<PathBuf>,
 }
 
 /// `envdoctor snapshot`.
@@ -145,7 +245,10 @@ impl ProbeArgs {
 /// Run a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> Result<i32, Error> {
     match cli.command {
+        Command::Check(args) => check(args),
         Command::Snapshot(args) => snapshot(args),
+        Command::Rules(cmd) => rules_cmd(cmd),
+        Command::Explain(args) => explain(args),
         Command::NvmlChild(args) => Ok(probe::gpu::child::run(args.lib.as_deref())),
     }
 }
@@ -161,5 +264,149 @@ fn snapshot(args: SnapshotArgs) -> Result<i32, Error> {
             write_stdout(&json).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))?
         }
     }
+    Ok(0)
+}
+
+fn out(text: &str) -> Result<(), Error> {
+    write_stdout(text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))
+}
+
+fn check(args: CheckArgs) -> Result<i32, Error> {
+    let mut rules = RuleSet::shipped_with(&args.rules)?;
+    rules.set_params(&args.params)?;
+    let snap = match &args.from {
+        Some(path) => {
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Error::input(&shown, format!("cannot read snapshot: {e}")))?;
+            crate::Snapshot::from_json(&text, &shown)?
+        }
+        None => probe::collect(args.probe.to_options()?),
+    };
+    let found = rules.check(&snap);
+    let summary = Summary::of(&found, &snap, args.fail_on);
+    let text = match args.format {
+        Format::Json => findings::json(&found, &summary, &snap),
+        Format::Markdown => findings::markdown(&found, &summary, &snap),
+        Format::Text => findings::text(
+            &found,
+            &summary,
+            &snap,
+            &Style {
+                color: crate::report::style::stdout_color(),
+            },
+        ),
+    };
+    out(&text)?;
+    Ok(if summary.failed { 1 } else { 0 })
+}
+
+fn load_for_files(paths: &[PathBuf], extra: &[PathBuf]) -> Result<RuleSet, Error> {
+    if paths.is_empty() {
+        RuleSet::shipped_with(extra)
+    } else {
+        RuleSet::from_paths(paths)
+    }
+}
+
+fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
+    match cmd {
+        RulesCommand::List(a) => {
+            let set = RuleSet::shipped_with(&a.rules)?;
+            if a.format == Format::Json {
+                let list: Vec<serde_json::Value> = set
+                    .rules()
+                    .iter()
+                    .map(|r| {
+                        serde_json::json!({
+                            "id": r.id, "severity": r.severity, "scope": r.scope.as_str(),
+                            "title": r.title, "file": r.origin.file, "line": r.origin.line,
+                            "shipped": r.origin.shipped,
+                        })
+                    })
+                    .collect();
+                let mut s = serde_json::to_string_pretty(&list).unwrap_or_default();
+                s.push('\n');
+                out(&s)?;
+            } else {
+                let w = set.rules().iter().map(|r| r.id.len()).max().unwrap_or(0);
+                let mut s = String::new();
+                for r in set.rules() {
+                    s.push_str(&format!(
+                        "{:<w$}  {:<7}  {:<11}  {}\n",
+                        r.id,
+                        r.severity.as_str(),
+                        r.scope.as_str(),
+                        r.title
+                    ));
+                }
+                s.push_str(&format!("{} rules\n", set.rules().len()));
+                out(&s)?;
+            }
+            Ok(0)
+        }
+        RulesCommand::Show(a) => {
+            let set = RuleSet::shipped_with(&a.rules)?;
+            let r = set.get(&a.id).ok_or_else(|| unknown_rule(&a.id))?;
+            out(&format!(
+                "# {}:{}{}\n{}\n",
+                r.origin.file,
+                r.origin.line,
+                if r.origin.shipped { " (shipped)" } else { "" },
+                r.origin.source
+            ))?;
+            Ok(0)
+        }
+        RulesCommand::Test(a) => {
+            let set = load_for_files(&a.paths, &a.rules)?;
+            let results = set.run_tests();
+            let mut s = String::new();
+            let failed = results.iter().filter(|r| r.failure.is_some()).count();
+            for r in &results {
+                match &r.failure {
+                    None => s.push_str(&format!("ok    {} / {}\n", r.rule, r.name)),
+                    Some(why) => s.push_str(&format!(
+                        "FAIL  {} / {} ({}:{})\n      {why}\n",
+                        r.rule, r.name, r.file, r.line
+                    )),
+                }
+            }
+            s.push_str(&format!(
+                "\n{} rules, {} tests: {} passed, {} failed\n",
+                set.rules().len(),
+                results.len(),
+                results.len() - failed,
+                failed
+            ));
+            out(&s)?;
+            Ok(if failed > 0 { 1 } else { 0 })
+        }
+        RulesCommand::Lint(a) => {
+            let set = load_for_files(&a.paths, &a.rules)?;
+            let problems = set.lint();
+            let mut s = String::new();
+            for p in &problems {
+                s.push_str(&format!("warning: {p}\n"));
+            }
+            s.push_str(&format!(
+                "{} rules valid; {} style problem{}\n",
+                set.rules().len(),
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" }
+            ));
+            out(&s)?;
+            Ok(if problems.is_empty() { 0 } else { 1 })
+        }
+    }
+}
+
+fn unknown_rule(id: &str) -> Error {
+    Error::input(id, "no rule with this id").with_hint("`envdoctor rules list` shows them all")
+}
+
+fn explain(a: ExplainArgs) -> Result<i32, Error> {
+    let set = RuleSet::shipped_with(&a.rules)?;
+    let r = set.get(&a.id).ok_or_else(|| unknown_rule(&a.id))?;
+    out(&crate::rules::explain::render(r))?;
     Ok(0)
 }

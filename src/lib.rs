@@ -13,6 +13,7 @@ pub mod error;
 pub mod probe;
 pub mod report;
 pub mod root;
+pub mod rules;
 pub mod snapshot;
 pub mod time;
 pub mod version;

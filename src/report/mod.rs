@@ -3,6 +3,7 @@
 //! This module owns the output conventions shared by every command: colour only on a terminal and
 //! never under `NO_COLOR`, JSON on stdout alone, and a quiet exit on a closed pipe.
 
+pub mod findings;
 pub mod style;
 
 use std::io::{self, Write};

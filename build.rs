@@ -1,0 +1,36 @@
+//! Embeds the shipped rule pack (`rules/*.yaml`) into the binary: writes
+//! `$OUT_DIR/shipped_rules.rs`, a list of `(file name, contents)` pairs, sorted by name.
+
+use std::path::Path;
+
+fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let mut out = String::from(
+        "/// The shipped rule files: (name, YAML).\npub const SHIPPED: &[(&str, &str)] = &[\n",
+    );
+    for f in &files {
+        println!("cargo:rerun-if-changed={}", f.display());
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "    (\"rules/{name}\", include_str!({:?})),\n",
+            f.display().to_string()
+        ));
+    }
+    out.push_str("];\n");
+    let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    std::fs::write(Path::new(&out_dir).join("shipped_rules.rs"), out)
+        .expect("write shipped_rules.rs");
+}

@@ -1,0 +1,547 @@
+//! Evaluating compiled rules on a snapshot (as JSON): resolving paths through variables,
+//! applying casts and operators, and collecting the evidence (fact paths and values) that made a
+//! rule fire.
+
+use super::compile::{CmpOp, Cond, Op, Operand, Quant, Rule};
+use super::path::{Path, Seg};
+use super::template::display_value;
+use serde::Serialize;
+use serde_json::Value;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+/// One fact that made a rule fire.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Evidence {
+    /// Where it is in the snapshot, with list elements named (`pythons[/v/bin/python].packages[torch].version`).
+    pub path: String,
+    /// Its value (null when the evidence is that it is absent).
+    pub value: Value,
+}
+
+/// A variable bound during evaluation.
+#[derive(Clone, Debug)]
+struct Binding<'a> {
+    name: String,
+    value: &'a Value,
+    label: String,
+}
+
+/// Evaluation state for one rule on one subject.
+pub struct Eval<'a, 'p> {
+    root: &'a Value,
+    params: &'p BTreeMap<String, Value>,
+    bindings: Vec<Binding<'a>>,
+    evidence: Vec<Evidence>,
+}
+
+/// What a rule found on one subject.
+pub struct Hit {
+    /// The subject's label (`pythons[/usr/bin/python3]`), None for machine rules.
+    pub subject: Option<String>,
+    /// The filled message.
+    pub message: String,
+    /// The filled fix.
+    pub fix: String,
+    /// The facts that made it fire.
+    pub evidence: Vec<Evidence>,
+}
+
+/// What a scoped rule is evaluated for: (variable, element, label); None for machine rules.
+type Subject<'a> = Option<(String, &'a Value, String)>;
+
+/// Evaluate `rule` on `root` (a snapshot as JSON), with `params` (the rule's, overridden).
+pub fn run_rule(rule: &Rule, root: &Value, params: &BTreeMap<String, Value>) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    let subjects: Vec<Subject> = match rule.scope.binding() {
+        None => vec![None],
+        Some((section, var)) => match root.get(section) {
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Some((var.to_string(), v, element_label(section, i, v))))
+                .collect(),
+            _ => Vec::new(),
+        },
+    };
+    for subject in subjects {
+        let mut ev = Eval {
+            root,
+            params,
+            bindings: Vec::new(),
+            evidence: Vec::new(),
+        };
+        let label = subject.as_ref().map(|(_, _, l)| l.clone());
+        if let Some((name, value, label)) = subject {
+            ev.bindings.push(Binding { name, value, label });
+        }
+        if ev.cond(&rule.when) {
+            let mut evidence = std::mem::take(&mut ev.evidence);
+            dedup_keep_order(&mut evidence);
+            let lookup = |p: &Path| -> Option<Value> {
+                if p.var == "param" {
+                    if let Some(Seg::Key(k)) = p.segs.first() {
+                        return params.get(k).cloned();
+                    }
+                }
+                ev.resolve(p).map(|(v, _)| v.clone())
+            };
+            let message = rule.message.render(&lookup);
+            let fix = rule.fix.render(&lookup);
+            hits.push(Hit {
+                subject: label,
+                message,
+                fix,
+                evidence,
+            });
+        }
+    }
+    hits
+}
+
+fn dedup_keep_order(ev: &mut Vec<Evidence>) {
+    let mut seen = std::collections::HashSet::new();
+    ev.retain(|e| seen.insert(e.path.clone()));
+}
+
+/// How a list element is named in evidence: by its name, soname, path, uuid or index field, else
+/// by position.
+fn element_label(list_label: &str, i: usize, v: &Value) -> String {
+    for key in ["name", "soname", "path", "uuid", "pid", "index"] {
+        match v.get(key) {
+            Some(Value::String(s)) if !s.is_empty() => return format!("{list_label}[{s}]"),
+            Some(Value::Number(n)) => return format!("{list_label}[{n}]"),
+            _ => {}
+        }
+    }
+    format!("{list_label}[{i}]")
+}
+
+/// PEP 503 normalisation, for the `package` accessor.
+pub fn normalize_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut sep = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            sep = true;
+        } else {
+            if sep && !out.is_empty() {
+                out.push('-');
+            }
+            sep = false;
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+impl<'a> Eval<'a, '_> {
+    /// Resolve a path to a value and its label; None when missing or null.
+    fn resolve(&self, path: &Path) -> Option<(&'a Value, String)> {
+        let (mut cur, mut label) =
+            if let Some(b) = self.bindings.iter().rev().find(|b| b.name == path.var) {
+                (b.value, b.label.clone())
+            } else {
+                (self.root.get(&path.var)?, path.var.clone())
+            };
+        let mut i = 0;
+        while i < path.segs.len() {
+            let key = match &path.segs[i] {
+                Seg::Key(k) => k.clone(),
+                Seg::Dynamic(p) => key_of(self.resolve(p)?.0)?,
+            };
+            if key == "package" && cur.get("package").is_none() {
+                if let Some(Value::Array(pkgs)) = cur.get("packages") {
+                    let name = match path.segs.get(i + 1)? {
+                        Seg::Key(k) => k.clone(),
+                        Seg::Dynamic(p) => key_of(self.resolve(p)?.0)?,
+                    };
+                    let want = normalize_name(&name);
+                    let pkg = pkgs.iter().find(|p| {
+                        p.get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|n| normalize_name(n) == want)
+                    })?;
+                    cur = pkg;
+                    label = format!("{label}.packages[{want}]");
+                    i += 2;
+                    continue;
+                }
+            }
+            cur = match cur {
+                Value::Object(m) => m.get(&key)?,
+                Value::Array(a) => a.get(key.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+            label = format!("{label}.{key}");
+            i += 1;
+        }
+        if cur.is_null() {
+            None
+        } else {
+            Some((cur, label))
+        }
+    }
+
+    fn label_of(&self, path: &Path) -> String {
+        self.resolve(path)
+            .map(|(_, l)| l)
+            .unwrap_or_else(|| path.text.clone())
+    }
+
+    fn cond(&mut self, c: &Cond) -> bool {
+        match c {
+            Cond::All(items) => {
+                let mark = (self.bindings.len(), self.evidence.len());
+                for item in items {
+                    if !self.cond(item) {
+                        self.rewind(mark);
+                        return false;
+                    }
+                }
+                true
+            }
+            Cond::Any(items) => items.iter().any(|item| self.cond(item)),
+            Cond::Not(inner) => {
+                let mark = (self.bindings.len(), self.evidence.len());
+                let r = self.cond(inner);
+                self.rewind(mark);
+                !r
+            }
+            Cond::Quant {
+                kind,
+                list,
+                var,
+                body,
+            } => self.quant(*kind, list, var, body),
+            Cond::Test { fact, cast, op } => self.test(fact, *cast, op),
+        }
+    }
+
+    fn rewind(&mut self, (b, e): (usize, usize)) {
+        self.bindings.truncate(b);
+        self.evidence.truncate(e);
+    }
+
+    fn quant(&mut self, kind: Quant, list: &Path, var: &str, body: &Cond) -> bool {
+        let (items, list_label): (&'a [Value], String) = match self.resolve(list) {
+            Some((Value::Array(a), l)) => (a.as_slice(), l),
+            Some(_) => return false,
+            None => (&[], list.text.clone()),
+        };
+        let mark = (self.bindings.len(), self.evidence.len());
+        let mut matched = 0usize;
+        let mut first_match: Option<(usize, usize)> = None;
+        for (i, item) in items.iter().enumerate() {
+            let before = (self.bindings.len(), self.evidence.len());
+            self.bindings.push(Binding {
+                name: var.to_string(),
+                value: item,
+                label: element_label(&list_label, i, item),
+            });
+            let ok = self.cond(body);
+            match kind {
+                Quant::Any if ok => return true,
+                Quant::All if ok => {
+                    matched += 1;
+                    // Keep the first element's bindings (for the message) and every element's
+                    // evidence; drop later elements' bindings.
+                    if first_match.is_none() {
+                        first_match = Some((self.bindings.len(), before.1));
+                    } else {
+                        let ev: Vec<Evidence> = self.evidence.drain(before.1..).collect();
+                        self.bindings.truncate(before.0);
+                        self.evidence.extend(ev);
+                    }
+                }
+                Quant::All => {
+                    self.rewind(mark);
+                    return false;
+                }
+                Quant::None if ok => {
+                    self.rewind(mark);
+                    return false;
+                }
+                _ => self.rewind(before),
+            }
+        }
+        match kind {
+            Quant::Any => false,
+            Quant::All => matched > 0,
+            Quant::None => {
+                self.evidence.push(Evidence {
+                    path: list_label,
+                    value: Value::from(format!("{} checked, none matched", items.len())),
+                });
+                true
+            }
+        }
+    }
+
+    fn operand(&self, o: &Operand) -> Option<(Value, Option<Evidence>)> {
+        match o {
+            Operand::Lit(v) => Some((v.clone(), None)),
+            Operand::Param(p) => self.params.get(p).cloned().map(|v| (v, None)),
+            Operand::Fact(path) => {
+                let (v, label) = self.resolve(path)?;
+                Some((
+                    v.clone(),
+                    Some(Evidence {
+                        path: label,
+                        value: v.clone(),
+                    }),
+                ))
+            }
+        }
+    }
+
+    fn test(&mut self, fact: &Path, cast: Option<super::model::Cast>, op: &Op) -> bool {
+        let resolved = self.resolve(fact);
+        let raw = resolved.as_ref().map(|(v, _)| *v);
+        let value = apply_cast(raw, cast);
+        let mut extra: Vec<Evidence> = Vec::new();
+        let mut rhs = |o: &Operand| -> Option<Value> {
+            let (v, ev) = self.operand(o)?;
+            extra.extend(ev);
+            Some(v)
+        };
+        let ok = match (op, value.as_ref()) {
+            (Op::Exists(want), v) => v.is_some() == *want,
+            (Op::Empty(want), v) => is_empty(v) == *want,
+            (_, None) => false,
+            (Op::Equals(o), Some(v)) => rhs(o).is_some_and(|r| loose_eq(v, &r)),
+            (Op::NotEquals(o), Some(v)) => rhs(o).is_some_and(|r| !loose_eq(v, &r)),
+            (Op::In(list), Some(v)) => list.iter().any(|o| rhs(o).is_some_and(|r| member(v, &r))),
+            (Op::NotIn(list), Some(v)) => {
+                list.iter().all(|o| rhs(o).is_none_or(|r| !member(v, &r)))
+            }
+            (Op::Cmp(cmp, o), Some(v)) => {
+                rhs(o)
+                    .and_then(|r| compare(v, &r))
+                    .is_some_and(|ord| match cmp {
+                        CmpOp::Lt => ord == Ordering::Less,
+                        CmpOp::Lte => ord != Ordering::Greater,
+                        CmpOp::Gt => ord == Ordering::Greater,
+                        CmpOp::Gte => ord != Ordering::Less,
+                    })
+            }
+            (Op::Pep440(spec, _), Some(v)) => as_text(v)
+                .and_then(|s| pep440_rs::Version::from_str(s.trim()).ok())
+                .is_some_and(|ver| spec.contains(&ver)),
+            (Op::Matches(re), Some(v)) => match v {
+                Value::Array(items) => items
+                    .iter()
+                    .any(|i| as_text(i).is_some_and(|s| re.is_match(&s))),
+                other => as_text(other).is_some_and(|s| re.is_match(&s)),
+            },
+            (Op::Contains(o), Some(v)) => rhs(o).is_some_and(|r| match v {
+                Value::Array(items) => items.iter().any(|i| loose_eq(i, &r)),
+                Value::String(s) => as_text(&r).is_some_and(|t| s.contains(t.as_str())),
+                _ => false,
+            }),
+        };
+        if ok {
+            self.evidence.push(Evidence {
+                path: resolved
+                    .map(|(_, l)| l)
+                    .unwrap_or_else(|| self.label_of(fact)),
+                value: raw.cloned().unwrap_or(Value::Null),
+            });
+            self.evidence.extend(extra);
+        }
+        ok
+    }
+}
+
+fn key_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn as_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(_) | Value::Bool(_) => Some(display_value(v)),
+        _ => None,
+    }
+}
+
+fn is_empty(v: Option<&Value>) -> bool {
+    match v {
+        None => true,
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Object(o)) => o.is_empty(),
+        Some(_) => false,
+    }
+}
+
+/// The leading dotted numbers of a version-like string (`"12.4.1"`, `"2.5.1+cu121"`,
+/// `"580.65.06"`, `"v1.2"`): None when it does not start with a number.
+pub fn dotted(s: &str) -> Option<Vec<u64>> {
+    let s = s.trim().trim_start_matches(['v', 'V']);
+    let mut parts = Vec::new();
+    for piece in s.split('.') {
+        let digits: String = piece.chars().take_while(char::is_ascii_digit).collect();
+        if digits.is_empty() {
+            break;
+        }
+        parts.push(digits.parse::<u64>().ok()?);
+        if digits.len() != piece.len() {
+            break;
+        }
+    }
+    (!parts.is_empty()).then_some(parts)
+}
+
+fn apply_cast(v: Option<&Value>, cast: Option<super::model::Cast>) -> Option<Value> {
+    use super::model::Cast;
+    let Some(cast) = cast else {
+        return v.cloned();
+    };
+    match cast {
+        Cast::Length => Some(Value::from(match v {
+            None => 0,
+            Some(Value::Array(a)) => a.len(),
+            Some(Value::String(s)) => s.chars().count(),
+            Some(Value::Object(o)) => o.len(),
+            Some(_) => return None,
+        })),
+        Cast::Major | Cast::Minor | Cast::MajorMinor => {
+            let parts = dotted(&as_text(v?)?)?;
+            match cast {
+                Cast::Major => Some(Value::from(parts[0])),
+                Cast::Minor => parts.get(1).map(|m| Value::from(*m)),
+                _ => Some(Value::from(format!(
+                    "{}.{}",
+                    parts[0],
+                    parts.get(1).copied().unwrap_or(0)
+                ))),
+            }
+        }
+        Cast::Lower => as_text(v?).map(|s| Value::from(s.to_lowercase())),
+        Cast::Number => match v? {
+            Value::Number(n) => Some(Value::Number(n.clone())),
+            other => as_text(other)
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number),
+        },
+    }
+}
+
+/// Equality with numbers by value and a number equal to its decimal string.
+fn loose_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Number(_), Value::String(s)) | (Value::String(s), Value::Number(_)) => {
+            let n = if a.is_number() { a } else { b };
+            s.trim().parse::<f64>().ok() == n.as_f64()
+        }
+        _ => a == b,
+    }
+}
+
+/// `in:` membership: equal, or (for a list fact) sharing an element.
+fn member(v: &Value, r: &Value) -> bool {
+    match v {
+        Value::Array(items) => items.iter().any(|i| loose_eq(i, r)),
+        _ => loose_eq(v, r),
+    }
+}
+
+/// Order two values: numbers numerically, otherwise as dotted versions part by part, to the
+/// precision of the less precise one (`12.4` == `12.4.1`, `12.4` < `12.10`).
+pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
+    if let (Some(x), Some(y)) = (a.as_f64(), b.as_f64()) {
+        if a.is_number() && b.is_number() {
+            return x.partial_cmp(&y);
+        }
+    }
+    let x = dotted(&as_text(a)?)?;
+    let y = dotted(&as_text(b)?)?;
+    // Compared to the precision of the less precise one: `12.4` equals `12.4.1`.
+    for (p, q) in x.iter().zip(y.iter()) {
+        match p.cmp(q) {
+            Ordering::Equal => continue,
+            o => return Some(o),
+        }
+    }
+    Some(Ordering::Equal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dotted_versions_compare_numerically() {
+        assert_eq!(
+            compare(&json!("12.4"), &json!("12.10")),
+            Some(Ordering::Less)
+        );
+        assert_eq!(
+            compare(&json!("580.65.06"), &json!("525.60.13")),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(compare(&json!("11.0"), &json!("11")), Some(Ordering::Equal));
+        assert_eq!(compare(&json!(12), &json!("12.1")), Some(Ordering::Equal));
+        assert_eq!(compare(&json!(11), &json!("12.1")), Some(Ordering::Less));
+        assert_eq!(
+            compare(&json!("2.5.1+cu121"), &json!("2.5")),
+            Some(Ordering::Equal)
+        );
+        assert_eq!(
+            compare(&json!("2.15.0"), &json!("2.15.1")),
+            Some(Ordering::Less)
+        );
+        assert_eq!(compare(&json!("abc"), &json!("1")), None);
+        assert_eq!(dotted("8.9.4.25"), Some(vec![8, 9, 4, 25]));
+        assert_eq!(dotted("3.11rc1"), Some(vec![3, 11]));
+    }
+
+    #[test]
+    fn casts() {
+        use crate::rules::model::Cast;
+        let v = json!("12.4.1");
+        assert_eq!(apply_cast(Some(&v), Some(Cast::Major)), Some(json!(12)));
+        assert_eq!(apply_cast(Some(&v), Some(Cast::Minor)), Some(json!(4)));
+        assert_eq!(
+            apply_cast(Some(&v), Some(Cast::MajorMinor)),
+            Some(json!("12.4"))
+        );
+        assert_eq!(apply_cast(None, Some(Cast::Length)), Some(json!(0)));
+        assert_eq!(
+            apply_cast(Some(&json!([1, 2])), Some(Cast::Length)),
+            Some(json!(2))
+        );
+        assert_eq!(
+            apply_cast(Some(&json!("ABC")), Some(Cast::Lower)),
+            Some(json!("abc"))
+        );
+        assert_eq!(
+            apply_cast(Some(&json!(" 64 ")), Some(Cast::Number)),
+            Some(json!(64.0))
+        );
+    }
+
+    #[test]
+    fn names_normalise_as_pep_503() {
+        assert_eq!(normalize_name("TF_Keras"), "tf-keras");
+        assert_eq!(normalize_name("zope.interface"), "zope-interface");
+        assert_eq!(normalize_name("a--b__c"), "a-b-c");
+    }
+
+    #[test]
+    fn loose_equality() {
+        assert!(loose_eq(&json!(3), &json!(3.0)));
+        assert!(loose_eq(&json!("3"), &json!(3)));
+        assert!(!loose_eq(&json!("3.1"), &json!(3)));
+        assert!(member(&json!(["a", "b"]), &json!("b")));
+    }
+}

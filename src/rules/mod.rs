@@ -1,0 +1,419 @@
+//! The rule engine: known failures as YAML data (`rules/*.yaml`, embedded at build time, plus
+//! `--rules DIR`), evaluated on a [`Snapshot`] into [`Finding`]s.
+//!
+//! - [`model`]: the file format as written (serde + spans; the source of `schema/rules.schema.json`);
+//! - [`compile`]: validation and compilation (every error names file, line and column);
+//! - [`path`]: fact paths and their check against the Snapshot's schema;
+//! - [`eval`]: evaluation and evidence; [`template`]: messages and fixes.
+//!
+//! The language is documented in `docs/rule-language.md`.
+
+pub mod compile;
+pub mod eval;
+pub mod explain;
+pub mod model;
+pub mod path;
+pub mod template;
+
+pub use compile::{Rule, RuleError};
+pub use eval::Evidence;
+pub use model::{Expect, Scope, Severity};
+
+use crate::{Error, Snapshot};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path as FsPath, PathBuf};
+
+mod shipped {
+    include!(concat!(env!("OUT_DIR"), "/shipped_rules.rs"));
+}
+
+/// What a rule found: the failure, why (evidence), and what to do.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Finding {
+    /// The rule's stable id.
+    pub rule: String,
+    /// error | warning | info.
+    pub severity: Severity,
+    /// The rule's title.
+    pub title: String,
+    /// What it was evaluated for (`pythons[/venv/bin/python]`); absent for machine rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The message, filled with the facts it matched.
+    pub message: String,
+    /// The facts that made it fire.
+    pub evidence: Vec<Evidence>,
+    /// What to do.
+    pub fix: String,
+    /// URLs.
+    pub references: Vec<String>,
+}
+
+/// A loaded, validated set of rules.
+#[derive(Clone, Debug, Default)]
+pub struct RuleSet {
+    rules: Vec<Rule>,
+}
+
+/// Format rule errors, one per line.
+pub fn format_errors(errors: &[RuleError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn to_error(errors: Vec<RuleError>) -> Error {
+    let subject = errors
+        .first()
+        .map(|e| e.file.clone())
+        .unwrap_or_else(|| "rules".into());
+    let n = errors.len();
+    Error::input(
+        subject,
+        format!(
+            "invalid rules ({n} error{}):\n{}",
+            if n == 1 { "" } else { "s" },
+            format_errors(&errors)
+        ),
+    )
+}
+
+impl RuleSet {
+    /// The shipped pack.
+    pub fn shipped() -> Result<RuleSet, Error> {
+        let mut set = RuleSet::default();
+        let mut errors = Vec::new();
+        for (name, text) in shipped::SHIPPED {
+            match compile::Compiler::new(name, text).compile_file(true) {
+                Ok(rules) => set.rules.extend(rules),
+                Err(e) => errors.extend(e),
+            }
+        }
+        errors.extend(set.duplicates());
+        if errors.is_empty() {
+            Ok(set)
+        } else {
+            Err(to_error(errors))
+        }
+    }
+
+    /// Rules from files or directories (every `*.yaml`/`*.yml` in a directory, sorted).
+    pub fn from_paths(paths: &[PathBuf]) -> Result<RuleSet, Error> {
+        let mut set = RuleSet::default();
+        let mut errors = Vec::new();
+        for file in rule_files(paths)? {
+            let shown = file.display().to_string();
+            let text = std::fs::read(&file)
+                .map_err(|e| Error::input(&shown, format!("cannot read rule file: {e}")))?;
+            let text = String::from_utf8(text)
+                .map_err(|_| Error::input(&shown, "rule file is not UTF-8"))?;
+            match compile::Compiler::new(&shown, &text).compile_file(false) {
+                Ok(rules) => set.rules.extend(rules),
+                Err(e) => errors.extend(e),
+            }
+        }
+        errors.extend(set.duplicates());
+        if errors.is_empty() {
+            Ok(set)
+        } else {
+            Err(to_error(errors))
+        }
+    }
+
+    /// The shipped pack with user rules added; a user rule with a shipped id replaces it.
+    pub fn shipped_with(user_dirs: &[PathBuf]) -> Result<RuleSet, Error> {
+        let mut set = RuleSet::shipped()?;
+        if user_dirs.is_empty() {
+            return Ok(set);
+        }
+        let user = RuleSet::from_paths(user_dirs)?;
+        let replaced: std::collections::HashSet<&str> =
+            user.rules.iter().map(|r| r.id.as_str()).collect();
+        set.rules.retain(|r| !replaced.contains(r.id.as_str()));
+        set.rules.extend(user.rules);
+        Ok(set)
+    }
+
+    fn duplicates(&self) -> Vec<RuleError> {
+        let mut seen: HashMap<&str, &Rule> = HashMap::new();
+        let mut errors = Vec::new();
+        for r in &self.rules {
+            if let Some(first) = seen.insert(&r.id, r) {
+                errors.push(RuleError {
+                    file: r.origin.file.clone(),
+                    line: r.origin.line,
+                    column: 0,
+                    message: format!(
+                        "duplicate rule id `{}` (first defined at {}:{})",
+                        r.id, first.origin.file, first.origin.line
+                    ),
+                });
+            }
+        }
+        errors
+    }
+
+    /// Every rule, in load order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The rule with this id.
+    pub fn get(&self, id: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| r.id == id)
+    }
+
+    /// Override parameters: `ID.NAME=VALUE` (VALUE a number, true/false, or a string).
+    pub fn set_params(&mut self, assignments: &[String]) -> Result<(), Error> {
+        for a in assignments {
+            let bad = || {
+                Error::input(
+                    format!("--param {a}"),
+                    "expected RULE-ID.NAME=VALUE (see `envdoctor rules show RULE-ID`)",
+                )
+            };
+            let (lhs, value) = a.split_once('=').ok_or_else(bad)?;
+            let (id, name) = lhs.rsplit_once('.').ok_or_else(bad)?;
+            let rule =
+                self.rules.iter_mut().find(|r| r.id == id).ok_or_else(|| {
+                    Error::input(format!("--param {a}"), format!("no rule `{id}`"))
+                })?;
+            if !rule.params.contains_key(name) {
+                let known: Vec<&String> = rule.params.keys().collect();
+                return Err(Error::input(
+                    format!("--param {a}"),
+                    format!("rule `{id}` has no parameter `{name}` (it has: {known:?})"),
+                ));
+            }
+            rule.params.insert(name.to_string(), parse_scalar(value));
+        }
+        Ok(())
+    }
+
+    /// Evaluate every rule on a snapshot. Findings are sorted: most severe first, then by rule
+    /// id and subject.
+    pub fn check(&self, snap: &Snapshot) -> Vec<Finding> {
+        let root = serde_json::to_value(snap).unwrap_or(Value::Null);
+        self.check_value(&root)
+    }
+
+    /// Evaluate every rule on a snapshot given as JSON (a partial one is fine).
+    pub fn check_value(&self, root: &Value) -> Vec<Finding> {
+        let mut out = Vec::new();
+        for rule in &self.rules {
+            out.extend(findings_of(rule, root, &rule.params));
+        }
+        out.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then_with(|| a.rule.cmp(&b.rule))
+                .then_with(|| a.subject.cmp(&b.subject))
+        });
+        out
+    }
+
+    /// Run every rule's inline tests.
+    pub fn run_tests(&self) -> Vec<TestResult> {
+        let mut results = Vec::new();
+        for rule in &self.rules {
+            for t in &rule.tests {
+                let mut params = rule.params.clone();
+                params.extend(t.params.clone());
+                let found = findings_of(rule, &t.facts, &params);
+                let failure = match (t.expect, found.is_empty()) {
+                    (Expect::Fire, true) => {
+                        Some("expected the rule to fire; it stayed quiet".into())
+                    }
+                    (Expect::Quiet, false) => {
+                        Some(format!("expected quiet; it fired: {}", found[0].message))
+                    }
+                    (Expect::Fire, false) => t.message_contains.as_ref().and_then(|want| {
+                        (!found.iter().any(|f| f.message.contains(want.as_str()))).then(|| {
+                            format!(
+                                "the message does not contain `{want}`: {}",
+                                found[0].message
+                            )
+                        })
+                    }),
+                    (Expect::Quiet, true) => None,
+                };
+                results.push(TestResult {
+                    rule: rule.id.clone(),
+                    name: t.name.clone(),
+                    file: rule.origin.file.clone(),
+                    line: t.line,
+                    failure,
+                });
+            }
+        }
+        results
+    }
+
+    /// Style problems that do not stop a rule from loading: missing tests, references, ...
+    pub fn lint(&self) -> Vec<RuleError> {
+        let mut out = Vec::new();
+        for r in &self.rules {
+            let mut warn = |m: String| {
+                out.push(RuleError {
+                    file: r.origin.file.clone(),
+                    line: r.origin.line,
+                    column: 0,
+                    message: format!("rule `{}`: {m}", r.id),
+                })
+            };
+            if !r.tests.iter().any(|t| t.expect == Expect::Fire) {
+                warn("has no `expect: fire` test".into());
+            }
+            if !r.tests.iter().any(|t| t.expect == Expect::Quiet) {
+                warn("has no `expect: quiet` test".into());
+            }
+            if r.references.is_empty() {
+                warn("has no references".into());
+            }
+            if r.message.paths().next().is_none() {
+                warn("its message names no fact: say which path or version".into());
+            }
+            for url in &r.references {
+                if !url.starts_with("https://") && !url.starts_with("http://") {
+                    warn(format!("reference `{url}` is not a URL"));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn findings_of(rule: &Rule, root: &Value, params: &BTreeMap<String, Value>) -> Vec<Finding> {
+    eval::run_rule(rule, root, params)
+        .into_iter()
+        .map(|h| Finding {
+            rule: rule.id.clone(),
+            severity: rule.severity,
+            title: rule.title.clone(),
+            subject: h.subject,
+            message: h.message,
+            evidence: h.evidence,
+            fix: h.fix,
+            references: rule.references.clone(),
+        })
+        .collect()
+}
+
+fn parse_scalar(s: &str) -> Value {
+    if let Ok(n) = s.parse::<i64>() {
+        return Value::from(n);
+    }
+    if let Ok(f) = s.parse::<f64>() {
+        if let Some(n) = serde_json::Number::from_f64(f) {
+            return Value::Number(n);
+        }
+    }
+    match s {
+        "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        _ => Value::from(s),
+    }
+}
+
+fn rule_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+    let mut files = Vec::new();
+    for p in paths {
+        let shown = p.display().to_string();
+        let meta = std::fs::metadata(p)
+            .map_err(|e| Error::input(&shown, format!("cannot read rules: {e}")))?;
+        if meta.is_dir() {
+            let rd = std::fs::read_dir(p)
+                .map_err(|e| Error::input(&shown, format!("cannot list rule directory: {e}")))?;
+            let mut here: Vec<PathBuf> = rd
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|f| is_yaml(f))
+                .collect();
+            here.sort();
+            files.extend(here);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    Ok(files)
+}
+
+fn is_yaml(p: &FsPath) -> bool {
+    p.extension().is_some_and(|x| x == "yaml" || x == "yml")
+}
+
+/// The outcome of one inline rule test.
+#[derive(Clone, Debug, Serialize)]
+pub struct TestResult {
+    /// The rule.
+    pub rule: String,
+    /// The case.
+    pub name: String,
+    /// The rule's file.
+    pub file: String,
+    /// The case's line.
+    pub line: u64,
+    /// Why it failed (None: passed).
+    pub failure: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_pack_loads_and_every_test_passes() {
+        let set = RuleSet::shipped().unwrap_or_else(|e| panic!("{e}"));
+        assert!(!set.rules().is_empty());
+        let results = set.run_tests();
+        let failed: Vec<String> = results
+            .iter()
+            .filter_map(|r| {
+                r.failure
+                    .as_ref()
+                    .map(|f| format!("{}:{} {} / {}: {f}", r.file, r.line, r.rule, r.name))
+            })
+            .collect();
+        assert!(failed.is_empty(), "{}", failed.join("\n"));
+    }
+
+    #[test]
+    fn shipped_rule_ids_are_unique_kebab_case_and_fully_tested() {
+        let set = RuleSet::shipped().unwrap_or_else(|e| panic!("{e}"));
+        let mut ids: Vec<&str> = set.rules().iter().map(|r| r.id.as_str()).collect();
+        let n = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "duplicate ids");
+        let lint = set.lint();
+        assert!(lint.is_empty(), "{}", format_errors(&lint));
+    }
+
+    #[test]
+    fn the_checked_in_rule_schema_is_current() {
+        let path = FsPath::new(env!("CARGO_MANIFEST_DIR")).join("schema/rules.schema.json");
+        let fresh = model::json_schema();
+        if std::env::var_os("ENVDOCTOR_UPDATE_SCHEMA").is_some() {
+            let _ = std::fs::write(&path, &fresh);
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == fresh,
+            "schema/rules.schema.json is stale: run `ENVDOCTOR_UPDATE_SCHEMA=1 cargo test schema` and commit it"
+        );
+    }
+
+    #[test]
+    fn params_are_overridden_by_name() {
+        let mut set = RuleSet::shipped().unwrap_or_else(|e| panic!("{e}"));
+        assert!(set.set_params(&["nope.x=1".into()]).is_err());
+        assert!(set.set_params(&["bad".into()]).is_err());
+        assert_eq!(parse_scalar("50"), Value::from(50));
+        assert_eq!(parse_scalar("true"), Value::Bool(true));
+        assert_eq!(parse_scalar("x"), Value::from("x"));
+    }
+}
