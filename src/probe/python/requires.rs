@@ -107,9 +107,8 @@ fn check(
     let Some(have) = installed.get(required.as_str()) else {
         return Some(unmet(None));
     };
-    let Some(specifiers) = specifiers else {
-        return None;
-    };
+    // A bare name or a URL requirement is met by any installed version.
+    let specifiers = specifiers?;
     // A version that is not PEP 440 cannot be compared; pip reports nothing for it either.
     let version = Version::from_str(have.version.trim()).ok()?;
     if specifiers.contains(&version) {
