@@ -54,6 +54,13 @@ pub enum Command {
     /// Internal: query NVML and stream JSON lines (run by the gpu probe in a child process).
     #[command(name = "__nvml-child", hide = true)]
     NvmlChild(NvmlChildArgs),
+    /// Internal: load libraries and report versions (run by the libs probe in a child process).
+    #[command(name = "__load-child", hide = true)]
+    LoadChild {
+        /// FAMILY PATH pairs (`-` for no family).
+        #[arg(num_args = 0.., allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// `envdoctor __nvml-child` (internal).
@@ -250,6 +257,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         Command::Rules(cmd) => rules_cmd(cmd),
         Command::Explain(args) => explain(args),
         Command::NvmlChild(args) => Ok(probe::gpu::child::run(args.lib.as_deref())),
+        Command::LoadChild { args } => Ok(probe::libs::load::child_main(&args)),
     }
 }
 
@@ -321,7 +329,7 @@ fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
                         serde_json::json!({
                             "id": r.id, "severity": r.severity, "scope": r.scope.as_str(),
                             "title": r.title, "file": r.origin.file, "line": r.origin.line,
-                            "shipped": r.origin.shipped,
+                            "shipped": r.origin.shipped, "facts": r.when.facts(),
                         })
                     })
                     .collect();

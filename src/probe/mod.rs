@@ -135,6 +135,11 @@ pub fn registry() -> Vec<Probe> {
             stage: 1,
             run: checkpoint::probe,
         },
+        Probe {
+            name: "libs",
+            stage: 2,
+            run: libs::probe,
+        },
     ]
 }
 

@@ -133,6 +133,41 @@ pub enum Cond {
     },
 }
 
+impl Cond {
+    /// Every fact path the condition reads (lists of quantifiers included), in order, once each.
+    pub fn facts(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.collect(&mut out);
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|p| seen.insert(p.clone()));
+        out
+    }
+
+    fn collect(&self, out: &mut Vec<String>) {
+        match self {
+            Cond::All(items) | Cond::Any(items) => items.iter().for_each(|c| c.collect(out)),
+            Cond::Not(inner) => inner.collect(out),
+            Cond::Quant { list, body, .. } => {
+                out.push(list.text.clone());
+                body.collect(out);
+            }
+            Cond::Test { fact, op, .. } => {
+                out.push(fact.text.clone());
+                let operands: Vec<&Operand> = match op {
+                    Op::Equals(o) | Op::NotEquals(o) | Op::Cmp(_, o) | Op::Contains(o) => vec![o],
+                    Op::In(l) | Op::NotIn(l) => l.iter().collect(),
+                    _ => Vec::new(),
+                };
+                for o in operands {
+                    if let Operand::Fact(p) = o {
+                        out.push(p.text.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Quantifier kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Quant {
@@ -256,7 +291,15 @@ impl<'a> Compiler<'a> {
                     .unwrap_or((0, 0));
                 let msg = e.to_string();
                 // The parser's own text may repeat the position and add a snippet: keep line 1.
-                let first = msg.lines().next().unwrap_or("invalid YAML").to_string();
+                let first = msg.lines().next().unwrap_or("invalid YAML");
+                let first = first.strip_prefix("error: ").unwrap_or(first);
+                let first = match first.split_once(": ") {
+                    Some((pos, rest)) if pos.starts_with("line ") && pos.contains(" column ") => {
+                        rest
+                    }
+                    _ => first,
+                }
+                .to_string();
                 return Err(vec![RuleError {
                     file: self.file.to_string(),
                     line,

@@ -105,14 +105,23 @@ fn dedup_keep_order(ev: &mut Vec<Evidence>) {
     ev.retain(|e| seen.insert(e.path.clone()));
 }
 
-/// How a list element is named in evidence: by its name, soname, path, uuid or index field, else
+/// How a list element is named in evidence: a library by soname and interpreter, a framework by
+/// name and interpreter, anything else by its path, index, pid, uuid, soname or name field, else
 /// by position.
 fn element_label(list_label: &str, i: usize, v: &Value) -> String {
-    for key in ["name", "soname", "path", "uuid", "pid", "index"] {
-        match v.get(key) {
-            Some(Value::String(s)) if !s.is_empty() => return format!("{list_label}[{s}]"),
-            Some(Value::Number(n)) => return format!("{list_label}[{n}]"),
-            _ => {}
+    let text = |k: &str| match v.get(k) {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    for first in ["soname", "name"] {
+        if let (Some(a), Some(py)) = (text(first), text("python")) {
+            return format!("{list_label}[{a} @ {py}]");
+        }
+    }
+    for key in ["path", "index", "pid", "uuid", "soname", "name"] {
+        if let Some(t) = text(key) {
+            return format!("{list_label}[{t}]");
         }
     }
     format!("{list_label}[{i}]")

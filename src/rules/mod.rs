@@ -407,6 +407,155 @@ mod tests {
         );
     }
 
+    fn one(when: &str, message: &str, scope: &str, params: &str) -> RuleSet {
+        let yaml = format!(
+            "rules:\n  - id: t\n    title: t\n    severity: error\n    scope: {scope}\n    {params}\n    when: {when}\n    message: \"{message}\"\n    fix: f\n"
+        );
+        let rules = compile::Compiler::new("t.yaml", &yaml)
+            .compile_file(false)
+            .unwrap_or_else(|e| panic!("{}\n{yaml}", format_errors(&e)));
+        RuleSet { rules }
+    }
+
+    fn machine() -> Value {
+        serde_json::json!({
+            "env": {"CUDA_VISIBLE_DEVICES": "0,7"},
+            "pythons": [
+                {"path": "/usr/bin/python3", "sources": [{"kind": "path", "detail": "python3"}],
+                 "packages": [{"name": "torch", "version": "2.1.0+cu118"}, {"name": "numpy", "version": "1.26.4"}]},
+                {"path": "/ide/bin/python", "sources": [{"kind": "vscode", "detail": "settings"}],
+                 "packages": [{"name": "torch", "version": "2.5.1"}, {"name": "numpy", "version": "1.26.4"}]}
+            ],
+            "gpus": [
+                {"index": 0, "name": "A100", "live": {"memory_used_percent": 91.5, "foreign_processes": 1}},
+                {"index": 1, "name": "A100", "live": {"memory_used_percent": 3.0, "foreign_processes": 0}}
+            ]
+        })
+    }
+
+    #[test]
+    fn scoped_rules_fire_once_per_matching_subject_with_evidence() {
+        let set = one(
+            "{all: [{fact: gpu.live.memory_used_percent, gte: {param: pct}}, {fact: gpu.live.foreign_processes, gt: 0}]}",
+            "GPU {{gpu.index}} is {{gpu.live.memory_used_percent}}% full (over {{param.pct}}%)",
+            "gpu",
+            "params: {pct: 50}",
+        );
+        let f = set.check_value(&machine());
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].subject.as_deref(), Some("gpus[0]"));
+        assert_eq!(f[0].message, "GPU 0 is 91.5% full (over 50%)");
+        assert_eq!(
+            f[0].evidence[0],
+            Evidence {
+                path: "gpus[0].live.memory_used_percent".into(),
+                value: serde_json::json!(91.5)
+            }
+        );
+        assert_eq!(f[0].evidence[1].value, serde_json::json!(1));
+        // A lower threshold catches the second GPU too.
+        let mut set = set;
+        set.set_params(&["t.pct=2".into()]).unwrap();
+        // foreign_processes > 0 still excludes GPU 1.
+        assert_eq!(set.check_value(&machine()).len(), 1);
+    }
+
+    #[test]
+    fn relating_two_interpreters_with_a_dynamic_package_name() {
+        let set = one(
+            "{any_in: pythons, as: ide, where: {all: [{any_in: ide.sources, as: s, where: {fact: s.kind, equals: vscode}}, {any_in: pythons, as: sh, where: {all: [{any_in: sh.sources, as: s2, where: {fact: s2.kind, equals: path}}, {any_in: ide.packages, as: p, where: {fact: p.version, not_equals: {fact: sh.package.(p.name).version}}}]}}]}}",
+            "{{p.name}}: {{ide.package.(p.name).version}} in {{ide.path}} vs {{sh.package.(p.name).version}} in {{sh.path}}",
+            "machine",
+            "",
+        );
+        let f = set.check_value(&machine());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].message,
+            "torch: 2.5.1 in /ide/bin/python vs 2.1.0+cu118 in /usr/bin/python3"
+        );
+        assert!(
+            f[0].evidence
+                .iter()
+                .any(|e| e.path == "pythons[/usr/bin/python3].packages[torch].version"),
+            "{:?}",
+            f[0].evidence
+        );
+    }
+
+    #[test]
+    fn quantifiers_all_none_and_negation() {
+        let all = one(
+            "{all_in: pythons, as: p, where: {fact: p.package.numpy.version, pep440: \">=1.26\"}}",
+            "x",
+            "machine",
+            "",
+        );
+        assert_eq!(all.check_value(&machine()).len(), 1);
+        assert!(
+            all.check_value(&serde_json::json!({"pythons": []}))
+                .is_empty(),
+            "all_in over nothing"
+        );
+        let none = one(
+            "{none_in: pythons, as: p, where: {fact: p.package.jax.version, exists: true}}",
+            "x",
+            "machine",
+            "",
+        );
+        assert_eq!(none.check_value(&machine()).len(), 1);
+        let not = one(
+            "{not: {fact: env.CUDA_VISIBLE_DEVICES, exists: true}}",
+            "x",
+            "machine",
+            "",
+        );
+        assert!(not.check_value(&machine()).is_empty());
+        assert_eq!(not.check_value(&serde_json::json!({})).len(), 1);
+        let local = one(
+            "{fact: python.package.torch.version, pep440: \"<2.2\"}",
+            "{{python.path}}",
+            "interpreter",
+            "",
+        );
+        let f = local.check_value(&machine());
+        assert_eq!(f.len(), 1, "a local tag does not stop PEP 440 matching");
+        assert_eq!(f[0].message, "/usr/bin/python3");
+        let missing = one(
+            "{fact: python.package.jax.version, not_equals: x}",
+            "x",
+            "interpreter",
+            "",
+        );
+        assert!(
+            missing.check_value(&machine()).is_empty(),
+            "a missing fact is never unequal"
+        );
+        let m = one(
+            "{fact: env.CUDA_VISIBLE_DEVICES, matches: \"(^|,)7\"}",
+            "{{env.CUDA_VISIBLE_DEVICES}}",
+            "machine",
+            "",
+        );
+        assert_eq!(m.check_value(&machine())[0].message, "0,7");
+    }
+
+    #[test]
+    fn duplicate_ids_across_user_files_are_an_error_naming_both_places() {
+        let dir = tempfile::tempdir().unwrap();
+        let rule = "rules:\n  - id: same-id\n    title: t\n    severity: info\n    scope: machine\n    when: {fact: env.X, exists: true}\n    message: \"{{env.X}}\"\n    fix: f\n";
+        std::fs::write(dir.path().join("a.yaml"), rule).unwrap();
+        std::fs::write(dir.path().join("b.yml"), rule).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "not a rule file").unwrap();
+        let err = RuleSet::from_paths(&[dir.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("duplicate rule id `same-id`"), "{err}");
+        assert!(err.contains("b.yml:2") && err.contains("a.yaml:2"), "{err}");
+        let set = one("{fact: env.X, exists: true}", "x", "machine", "");
+        assert_eq!(set.rules()[0].when.facts(), vec!["env.X".to_string()]);
+    }
+
     #[test]
     fn params_are_overridden_by_name() {
         let mut set = RuleSet::shipped().unwrap_or_else(|e| panic!("{e}"));

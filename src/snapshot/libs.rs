@@ -34,9 +34,27 @@ pub struct Framework {
     /// The native entry points resolution starts from (e.g. `torch/_C.cpython-311-x86_64-linux-gnu.so`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entry_points: Vec<String>,
-    /// nvidia-* requirements from its metadata (`nvidia-cudnn-cu12==9.1.0.70`).
+    /// nvidia-* requirements from its metadata (`nvidia-cudnn-cu12==9.1.0.70`), markers dropped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nvidia_requirements: Vec<String>,
+    /// Derived: the CUDA major it was built for (`11` from `cuda_version` `11.0`, or from the
+    /// package name `cupy-cuda12x` / `jax-cuda12-plugin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_major: Option<u64>,
+    /// Derived: the cuDNN major it expects (`TF_CUDNN_VERSION`, build_info `cudnn_version`, the
+    /// `libcudnn.so.N` in its DT_NEEDED, or its `nvidia-cudnn-cu*` pin), when any tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cudnn_major: Option<u64>,
+    /// The local version label of the installed package (`cu121` in `2.1.2+cu121`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_version: Option<String>,
+    /// The installed nvidia-* pip packages of the same interpreter (`nvidia-cudnn-cu12==9.1.0.70`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvidia_installed: Vec<String>,
+    /// True when it gets (some of) its CUDA libraries from pip's `site-packages/nvidia/*/lib`:
+    /// it requires nvidia-* packages, or an entry point's RPATH/RUNPATH points into `nvidia/`.
+    #[serde(default)]
+    pub uses_pip_nvidia: bool,
 }
 
 /// One soname a framework will ask for.
@@ -45,8 +63,12 @@ pub struct Framework {
 pub struct Wanted {
     /// The exact name handed to dlopen / listed in DT_NEEDED (`libcusolver.so.10`).
     pub soname: String,
-    /// Where that came from (`cuda_config.h TF_CUSOLVER_VERSION`, `DT_NEEDED of .../_C.so`).
+    /// Where that came from (`.../cuda_config.h TF_CUSOLVER_VERSION`, `DT_NEEDED of .../_C.so`).
     pub evidence: String,
+    /// The object that asks for it (the DT_NEEDED owner, or the entry point whose code calls
+    /// `dlopen`), a machine path; resolution starts there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requester: Option<String>,
 }
 
 /// One wanted library, resolved for one requester the way `ld.so` would.
@@ -67,9 +89,19 @@ pub struct Library {
     /// Frameworks that want it (`tensorflow 2.4.0`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wanted_by: Vec<String>,
+    /// Why it is resolved: `wanted` (a framework asks for this exact soname, see
+    /// `frameworks[].wants`) or `cuda-family` (a CUDA-family library the framework's CUDA
+    /// release implies, resolved so every copy on the machine is on record).
+    #[serde(default = "wanted")]
+    pub reason: String,
+    /// The major version of the soname resolved (`10` for `libcusolver.so.10`, `11` for
+    /// `libcudart.so.11.0`): the real file's DT_SONAME when it resolves, the asked name otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub major: Option<u64>,
     /// True when the loader finds a file.
     pub resolves: bool,
-    /// The path the loader opens (as opened, not canonicalised).
+    /// The path the loader opens (as opened, not canonicalised); also set when `resolves` is
+    /// false because the search stopped on this file (`error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// How it was found: `rpath`, `ld-library-path`, `runpath`, `ld-so-cache`, `default-dirs`,
@@ -97,13 +129,37 @@ pub struct Library {
     /// Every file of that name found anywhere it could come from; one `wins`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<Candidate>,
+    /// True when the winner is not the framework's own copy (`origin` `framework`) nor its pip
+    /// nvidia-* copy (`pip-nvidia`) although such a copy exists: typically a system CUDA library
+    /// on LD_LIBRARY_PATH shadowing what the framework ships.
+    #[serde(default)]
+    pub shadows_framework_copy: bool,
+    /// The framework or pip copy that loses, when `shadows_framework_copy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadowed_path: Option<String>,
+    /// Why the search failed or stopped (`invalid ELF header` on a file), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// Result of loading it in a child process (absent with `--no-load`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadResult>,
-    /// Symbol versions its dependents need that the resolving libraries do not provide
-    /// (`GLIBCXX_3.4.30`).
+    /// Symbol versions needed but not provided, as `needed-soname:VERSION`
+    /// (`libstdc++.so.6:GLIBCXX_3.4.30`): what the requester needs from this library that it
+    /// does not define, and what this library needs from its own DT_NEEDED dependencies (as the
+    /// loader resolves them for it) that they do not define. Each is a certain load failure
+    /// (`version `GLIBCXX_3.4.30' not found`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_symbol_versions: Vec<String>,
+    /// Versioned symbols this library takes from a CUDA-family dependency (as the loader
+    /// resolves it for this library) that the dependency does not export, as
+    /// `dep-soname:symbol@VERSION` (`libnvJitLink.so.12:__nvJitLinkComplete_12_4@libnvJitLink.so.12`):
+    /// a certain `undefined symbol` at load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_symbols: Vec<String>,
+}
+
+fn wanted() -> String {
+    "wanted".to_string()
 }
 
 /// One symlink hop.
@@ -157,14 +213,20 @@ pub struct Candidate {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadResult {
-    /// `loaded`, `error`, `signal`, `timeout`, `skipped`.
+    /// `loaded` (dlopen succeeded), `error` (dlopen failed: `error` holds dlerror), `crashed`
+    /// (the child died by a signal while loading it: `signal`), `timeout` (still loading at its
+    /// time limit: the child was killed), `skipped` (not tried: `error` says why).
     pub status: String,
-    /// The decoded version (`12.4`, `9.1.0`), when the library answered.
+    /// The decoded version (`12.4`, `9.1.0`), when the library answered. For CUPTI this is the
+    /// CUDA release its API version belongs to (`12.4` for API 22).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// The raw number the version entry point returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_version: Option<i64>,
+    /// The entry point asked (`cudnnGetVersion`), when one was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_call: Option<String>,
     /// The dlerror text, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -182,9 +244,57 @@ pub struct RunningJob {
     /// `/proc/PID/exe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exe: Option<String>,
-    /// CUDA-family libraries mapped into it (from `/proc/PID/maps`).
+    /// CUDA-family libraries mapped into it (from `/proc/PID/maps`), as the process sees them.
     #[serde(default)]
     pub loaded: Vec<String>,
+    /// False when `/proc/PID/maps` could not be read (gone, or not ours: see `probe_errors`).
+    #[serde(default)]
+    pub readable: bool,
+    /// The interpreter (`pythons[].path`) whose executable it runs, when one matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// Each loaded CUDA-family library beside what the emulation predicted for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compared: Vec<JobLibrary>,
+}
+
+/// One library a running process loaded, against `libraries[]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobLibrary {
+    /// Its DT_SONAME (or file name when it has none).
+    pub soname: String,
+    /// The file mapped (real path as in `/proc/PID/maps`).
+    pub loaded: String,
+    /// The real file `libraries[]` predicted for that soname (same interpreter first), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<String>,
+    /// True when a prediction exists and names another file than the one loaded.
+    #[serde(default)]
+    pub differs: bool,
+}
+
+impl RunningJob {
+    /// Sort its lists.
+    pub fn normalize(&mut self) {
+        self.loaded.sort();
+        self.loaded.dedup();
+        self.compared
+            .sort_by(|a, b| (&a.soname, &a.loaded).cmp(&(&b.soname, &b.loaded)));
+    }
+}
+
+impl Framework {
+    /// Sort its lists.
+    pub fn normalize(&mut self) {
+        self.wants
+            .sort_by(|a, b| (&a.soname, &a.evidence).cmp(&(&b.soname, &b.evidence)));
+        self.wants.dedup();
+        self.entry_points.sort();
+        self.entry_points.dedup();
+        self.nvidia_requirements.sort();
+        self.nvidia_installed.sort();
+    }
 }
 
 impl Library {

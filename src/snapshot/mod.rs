@@ -140,6 +140,9 @@ impl Snapshot {
             p.normalize();
         }
         self.pythons.sort_by(|a, b| a.path.cmp(&b.path));
+        for f in &mut self.frameworks {
+            f.normalize();
+        }
         self.frameworks.sort_by(|a, b| {
             (&a.python, &a.name, &a.location).cmp(&(&b.python, &b.name, &b.location))
         });
@@ -149,6 +152,9 @@ impl Snapshot {
         self.libraries.sort_by(|a, b| {
             (&a.python, &a.soname, &a.requester).cmp(&(&b.python, &b.soname, &b.requester))
         });
+        for j in &mut self.jobs {
+            j.normalize();
+        }
         self.jobs.sort_by_key(|j| j.pid);
         self.cuda.normalize();
         self.gpus.sort_by_key(|g| g.index);

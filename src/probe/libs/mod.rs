@@ -12,6 +12,18 @@
 //!   library on the machine ([`search::Loader::all_candidates`]);
 //! - [`links`]: symlink chains, versions claimed by names, mixed releases in one directory.
 //!
+//! The probe (stage 2: it needs `pythons[]`) glues the parts together:
+//! - [`frameworks`]: `frameworks[]`, what each installed framework asks for, read statically;
+//! - [`resolve`]: `libraries[]`, each wanted soname (and the CUDA family the framework's CUDA
+//!   implies) resolved from the framework's own entry point, with every other copy;
+//! - [`load`]: unless `--no-load`, each resolved library is `dlopen`ed in a child envdoctor
+//!   (`__load-child`), one child per interpreter, killed at its time limit (`libraries[].load`).
+//!   With `--root` naming another directory than `/` nothing is loaded (`load.status =
+//!   "skipped"`): the files belong to another machine, and even when they are ELF for this
+//!   architecture their dependencies would be resolved by this machine's loader, not the
+//!   probed one's, so a result would describe neither;
+//! - [`jobs`]: `--pid PID`, what a running process really mapped.
+//!
 //! Typical use:
 //! ```no_run
 //! use envdoctor::probe::libs::{search::{Loader, Object, Requester}, elf, links};
@@ -30,6 +42,137 @@
 //! ```
 
 pub mod elf;
+pub mod frameworks;
+pub mod jobs;
 pub mod ldcache;
 pub mod links;
+pub mod load;
+pub mod resolve;
 pub mod search;
+
+use super::{Apply, Context};
+use crate::snapshot::libs::{Framework, Library, LoadResult, RunningJob};
+use crate::snapshot::ProbeError;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Time kept back from the deadline to kill children and hand the facts over.
+const MARGIN: Duration = Duration::from_millis(200);
+
+/// The probe entry point (registered as `libs`, stage 2).
+pub fn probe(ctx: &Context) -> Apply {
+    let (frameworks, libraries, jobs, errors) = collect(ctx);
+    Box::new(move |snap| {
+        snap.frameworks.extend(frameworks);
+        snap.libraries.extend(libraries);
+        snap.jobs.extend(jobs);
+        snap.probe_errors.extend(errors);
+    })
+}
+
+/// Everything the probe finds.
+pub fn collect(
+    ctx: &Context,
+) -> (
+    Vec<Framework>,
+    Vec<Library>,
+    Vec<RunningJob>,
+    Vec<ProbeError>,
+) {
+    let root = ctx.root();
+    let loader = search::Loader::new(root, ctx.env());
+    let mut errors = Vec::new();
+    let mut fws = Vec::new();
+    // Libraries per interpreter: each group is one environment for the load probe.
+    let mut groups: Vec<Vec<Library>> = Vec::new();
+    for py in &ctx.earlier.pythons {
+        if Instant::now() >= ctx.deadline {
+            errors.push(ProbeError::new(
+                "libs",
+                "the deadline came before every interpreter's libraries were resolved",
+            ));
+            break;
+        }
+        let scans = frameworks::scan_python(root, py, &mut errors);
+        groups.push(resolve::resolve_python(
+            root,
+            &loader,
+            py,
+            &scans,
+            &mut errors,
+        ));
+        fws.extend(scans.into_iter().map(|s| s.framework));
+    }
+    if !ctx.opts.no_load {
+        load_groups(ctx, &mut groups);
+    }
+    let libraries: Vec<Library> = groups.into_iter().flatten().collect();
+    let jobs = ctx
+        .opts
+        .pids
+        .iter()
+        .map(|pid| jobs::inspect(root, *pid, &ctx.earlier.pythons, &libraries, &mut errors))
+        .collect();
+    (fws, libraries, jobs, errors)
+}
+
+fn skip_all(groups: &mut [Vec<Library>], why: &str) {
+    for l in groups.iter_mut().flatten().filter(|l| l.resolves) {
+        l.load = Some(LoadResult {
+            status: "skipped".into(),
+            error: Some(why.into()),
+            ..Default::default()
+        });
+    }
+}
+
+/// Load each group's resolved libraries in its own child (groups in parallel).
+fn load_groups(ctx: &Context, groups: &mut [Vec<Library>]) {
+    if !ctx.root().is_host() {
+        skip_all(
+            groups,
+            "--root names another machine: its libraries are not loaded here",
+        );
+        return;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(p) if p.file_name().is_some_and(|n| n == "envdoctor") => p,
+        _ => {
+            skip_all(groups, "libraries are loaded by a child envdoctor process, and this program is not envdoctor");
+            return;
+        }
+    };
+    let env: Vec<(OsString, OsString)> = ctx
+        .env()
+        .iter()
+        .map(|(k, v)| (k.to_os_string(), v.to_os_string()))
+        .collect();
+    let per_lib = load::per_library_limit(ctx.opts.deadline);
+    let deadline = ctx.deadline.checked_sub(MARGIN).unwrap_or(ctx.deadline);
+    std::thread::scope(|s| {
+        for group in groups.iter_mut() {
+            let (exe, env) = (&exe, &env);
+            s.spawn(move || {
+                let idx: Vec<usize> = (0..group.len()).filter(|i| group[*i].resolves).collect();
+                let items: Vec<load::Item> = idx
+                    .iter()
+                    .filter_map(|i| {
+                        let l = &group[*i];
+                        Some(load::Item {
+                            family: l.family.clone(),
+                            path: PathBuf::from(l.path.as_ref()?),
+                        })
+                    })
+                    .collect();
+                if items.len() != idx.len() {
+                    return;
+                }
+                let results = load::load_all(exe, env, &items, per_lib, deadline);
+                for (i, r) in idx.into_iter().zip(results) {
+                    group[i].load = Some(r);
+                }
+            });
+        }
+    });
+}

@@ -1,0 +1,782 @@
+//! `frameworks[]`: what each installed ML framework asks the native world for, read statically
+//! from its files (Python is never run).
+//!
+//! Per interpreter (`pythons[]`, from the python probe), for each framework package found in
+//! `packages[]`:
+//! - **TensorFlow** (`tensorflow`, `tensorflow-gpu`, `tensorflow-cpu`, `tf-nightly`, ...):
+//!   `tensorflow/python/platform/build_info.py` (`cuda_version`, `cudnn_version`,
+//!   `cuda_compute_capabilities`, `is_cuda_build`; TF 2.1–2.3 spell them `cuda_version_number`,
+//!   `cudnn_version_number`) and
+//!   `tensorflow/include/external/local_config_cuda/cuda/cuda/cuda_config.h`, whose `TF_*_VERSION`
+//!   macros are the exact sonames TF's `dso_loader` dlopens (knowledge.md A2): `libcudart.so.<TF_CUDART_VERSION>`,
+//!   `libcublas`/`libcublasLt.so.<TF_CUBLAS_VERSION>`, cusolver, curand, cufft, cusparse,
+//!   `libcudnn.so.<TF_CUDNN_VERSION>`, `libnvinfer.so.<TF_TENSORRT_VERSION>`, `libcuda.so.1`, and
+//!   CUPTI as `libcupti.so.<TF_CUDA_VERSION>` (CUDA < 12) or `.so.<cudart>` (CUDA ≥ 12). Without the
+//!   header, cudart/cupti/cudnn follow from build_info by `cuda_configure.bzl`'s rule. The
+//!   requester of these dlopens is `libtensorflow_framework.so.*` (where `dso_loader` lives), else
+//!   `_pywrap_tensorflow_internal.so`.
+//! - **PyTorch** (`torch`): `torch/version.py` (`__version__`, `cuda`), the CUDA-family DT_NEEDED of
+//!   `torch/_C*.so` and `torch/lib/*.so*` (each with its requester), and nvidia-* requirements.
+//! - **JAX** CUDA plugins (`jax-cuda12-plugin`, `jax-cuda12-pjrt`, `jaxlib` with a `+cuda` label),
+//!   **CuPy** (`cupy-cuda12x`, `cupy-cuda110`; `cupy/.data/_wheel.json`), **ONNX Runtime**
+//!   (`onnxruntime-gpu`; `onnxruntime/capi/build_and_package_info.py`): the CUDA major from the
+//!   name or file, and the CUDA-family DT_NEEDED of their extension modules.
+//!
+//! Unreadable or corrupt files become `probe_errors` naming the file; the framework is still
+//! reported with what the other files told.
+
+use crate::probe::libs::elf;
+use crate::root::Root;
+use crate::snapshot::libs::{Framework, Wanted};
+use crate::snapshot::python::Package;
+use crate::snapshot::{ProbeError, Python};
+use std::path::{Path, PathBuf};
+
+/// The probe name used in `probe_errors`.
+const PROBE: &str = "libs";
+
+/// Most bytes read from a Python/C text file we parse.
+const MAX_TEXT: u64 = 4 * 1024 * 1024;
+
+/// Most shared objects scanned per framework directory (torch/lib holds ~60).
+const MAX_SCANNED: usize = 400;
+
+/// The CUDA family: library stems (without `lib`) whose sonames we track.
+pub const CUDA_FAMILY: &[&str] = &[
+    "cuda",
+    "cudart",
+    "cublas",
+    "cublasLt",
+    "cufft",
+    "curand",
+    "cusolver",
+    "cusparse",
+    "cusparseLt",
+    "nvrtc",
+    "nvJitLink",
+    "cupti",
+    "cudnn",
+    "nccl",
+    "nvinfer",
+    "nvidia-ml",
+    "nvToolsExt",
+    "cufile",
+];
+
+/// The CUDA-family name of a soname or file name (`libcusolver.so.10` → `cusolver`; cuDNN's
+/// sub-libraries `libcudnn_ops.so.9` → `cudnn`), when it is one.
+pub fn family(name: &str) -> Option<&'static str> {
+    let stem = name.strip_prefix("lib")?.split(".so").next()?;
+    if let Some(f) = CUDA_FAMILY.iter().find(|f| **f == stem) {
+        return Some(f);
+    }
+    if stem.starts_with("cudnn_") {
+        return Some("cudnn");
+    }
+    if stem.starts_with("nvinfer_") {
+        return Some("nvinfer");
+    }
+    None
+}
+
+/// The major of a soname's version (`libcudart.so.11.0` → 11), when it has one.
+pub fn soname_major(name: &str) -> Option<u64> {
+    name.rsplit_once(".so.")?.1.split('.').next()?.parse().ok()
+}
+
+/// One framework found, with what resolution needs beyond the snapshot's facts.
+#[derive(Clone, Debug, Default)]
+pub struct Scan {
+    /// The facts.
+    pub framework: Framework,
+    /// The object whose `dlopen` calls ask for the libraries (a machine path).
+    pub dlopen_requester: PathBuf,
+    /// Labelled directories where its own copies live (`framework`, `pip-nvidia`).
+    pub extra_dirs: Vec<(PathBuf, String)>,
+}
+
+impl Scan {
+    /// `tensorflow 2.4.0`.
+    pub fn label(&self) -> String {
+        format!("{} {}", self.framework.name, self.framework.version)
+    }
+}
+
+/// Which framework a package is, and the module directories to look in.
+fn kind_of(pkg: &Package) -> Option<(&'static str, Vec<&'static str>)> {
+    let n = pkg.name.as_str();
+    match n {
+        "tensorflow" | "tensorflow-gpu" | "tensorflow-cpu" | "tf-nightly" | "tensorflow-intel"
+        | "tf-nightly-gpu" => Some(("tensorflow", vec!["tensorflow"])),
+        "torch" => Some(("torch", vec!["torch"])),
+        "jaxlib" => Some(("jax", vec!["jaxlib"])),
+        "onnxruntime-gpu" => Some(("onnxruntime", vec!["onnxruntime"])),
+        _ if n.starts_with("jax-cuda") && n.ends_with("-plugin") => Some((
+            "jax",
+            vec![
+                "jax_cuda12_plugin",
+                "jax_cuda11_plugin",
+                "jax_cuda13_plugin",
+            ],
+        )),
+        _ if n.starts_with("jax-cuda") && n.ends_with("-pjrt") => Some((
+            "jax",
+            vec![
+                "jax_plugins/xla_cuda12",
+                "jax_plugins/xla_cuda11",
+                "jax_plugins/xla_cuda13",
+            ],
+        )),
+        _ if n.starts_with("cupy-cuda") => Some(("cupy", vec!["cupy", "cupy_backends"])),
+        _ => None,
+    }
+}
+
+/// The CUDA major a package name states (`cupy-cuda12x` → 12, `cupy-cuda110` → 11,
+/// `jax-cuda12-plugin` → 12).
+fn cuda_major_from_name(name: &str) -> Option<u64> {
+    let rest = name
+        .strip_prefix("cupy-cuda")
+        .or_else(|| name.strip_prefix("jax-cuda"))?;
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    match digits.len() {
+        0 => None,
+        1 | 2 => digits.parse().ok(),
+        // cupy-cuda110, cupy-cuda102: major is all but the last digit.
+        _ => digits[..digits.len() - 1].parse().ok(),
+    }
+}
+
+/// Every framework installed for `python`.
+pub fn scan_python(root: &Root, python: &Python, errors: &mut Vec<ProbeError>) -> Vec<Scan> {
+    let nvidia_installed: Vec<String> = python
+        .packages
+        .iter()
+        .filter(|p| p.name.starts_with("nvidia-"))
+        .map(|p| format!("{}=={}", p.name, p.version))
+        .collect();
+    let mut out = Vec::new();
+    let mut seen_dirs: Vec<PathBuf> = Vec::new();
+    for pkg in &python.packages {
+        let Some((kind, modules)) = kind_of(pkg) else {
+            continue;
+        };
+        let site = PathBuf::from(&pkg.location);
+        let Some(dir) = modules
+            .iter()
+            .map(|m| site.join(m))
+            .find(|d| root.is_dir(d))
+        else {
+            continue;
+        };
+        // A package listed twice on sys.path (shadowed copies) is scanned once, the winner.
+        if seen_dirs.contains(&dir) {
+            continue;
+        }
+        seen_dirs.push(dir.clone());
+        let local = pkg.version.split_once('+').map(|(_, l)| l.to_string());
+        let mut fw = Framework {
+            python: python.path.clone(),
+            name: kind.to_string(),
+            version: pkg.version.clone(),
+            location: dir.to_string_lossy().into_owned(),
+            local_version: local.or_else(|| pkg.local.clone()),
+            nvidia_requirements: pkg
+                .requires
+                .iter()
+                .filter(|r| r.trim_start().starts_with("nvidia-"))
+                .map(|r| r.split(';').next().unwrap_or(r).trim().to_string())
+                .collect(),
+            nvidia_installed: nvidia_installed.clone(),
+            cuda_major: cuda_major_from_name(&pkg.name),
+            ..Default::default()
+        };
+        let mut scan = Scan {
+            dlopen_requester: dir.clone(),
+            ..Default::default()
+        };
+        match kind {
+            "tensorflow" => tensorflow(root, &dir, &mut fw, &mut scan, errors),
+            "torch" => torch(root, &dir, &mut fw, &mut scan, errors),
+            "onnxruntime" => {
+                read_assignments(
+                    root,
+                    &dir.join("capi/build_and_package_info.py"),
+                    &mut fw,
+                    errors,
+                );
+                scan_elf_dirs(root, &[dir.join("capi")], &mut fw, &mut scan, errors);
+            }
+            "cupy" => {
+                let wheel = dir.join(".data/_wheel.json");
+                if let Ok(text) = root.read_to_string_lossy(&wheel) {
+                    match serde_json::from_str::<serde_json::Value>(&text) {
+                        Ok(v) => {
+                            if let Some(c) = v.get("cuda").and_then(|c| c.as_str()) {
+                                fw.cuda_version = Some(c.to_string());
+                            }
+                        }
+                        Err(e) => {
+                            errors.push(ProbeError::at(PROBE, &wheel, format!("not JSON: {e}")))
+                        }
+                    }
+                }
+                let backends = site.join("cupy_backends/cuda");
+                scan_elf_dirs(
+                    root,
+                    &[
+                        dir.clone(),
+                        dir.join("cuda"),
+                        backends.clone(),
+                        backends.join("api"),
+                        backends.join("libs"),
+                    ],
+                    &mut fw,
+                    &mut scan,
+                    errors,
+                );
+            }
+            _ => {
+                // jax plugins and jaxlib: extension modules in the package dir.
+                if let Some(l) = &fw.local_version {
+                    if let Some(d) = l.strip_prefix("cuda") {
+                        fw.cuda_major = d.get(..2).and_then(|x| x.parse().ok());
+                    }
+                }
+                scan_elf_dirs(
+                    root,
+                    &[dir.clone(), dir.join("cuda")],
+                    &mut fw,
+                    &mut scan,
+                    errors,
+                );
+            }
+        }
+        // Own copies: the framework's lib dir and pip's nvidia/*/lib beside it.
+        scan.extra_dirs.push((dir.join("lib"), "framework".into()));
+        scan.extra_dirs
+            .extend(crate::probe::libs::search::pip_nvidia_dirs(root, &site));
+        if !fw.nvidia_requirements.is_empty() {
+            fw.uses_pip_nvidia = true;
+        }
+        derive(&mut fw);
+        scan.framework = fw;
+        out.push(scan);
+    }
+    out
+}
+
+/// Fill the derived majors from what was read.
+fn derive(fw: &mut Framework) {
+    if fw.cuda_major.is_none() {
+        fw.cuda_major = fw
+            .cuda_version
+            .as_deref()
+            .and_then(|v| v.split('.').next()?.parse().ok());
+    }
+    if fw.cudnn_major.is_none() {
+        fw.cudnn_major = fw
+            .cudnn_version
+            .as_deref()
+            .and_then(|v| v.split('.').next()?.parse().ok())
+            .or_else(|| {
+                fw.wants
+                    .iter()
+                    .filter(|w| {
+                        family(&w.soname) == Some("cudnn") && w.soname.starts_with("libcudnn.so")
+                    })
+                    .find_map(|w| soname_major(&w.soname))
+            })
+            .or_else(|| {
+                fw.nvidia_requirements.iter().find_map(|r| {
+                    let rest = r.strip_prefix("nvidia-cudnn-cu")?;
+                    let (_, v) = rest.split_once("==")?;
+                    v.trim().split('.').next()?.parse().ok()
+                })
+            });
+    }
+}
+
+fn read_text(root: &Root, path: &Path, errors: &mut Vec<ProbeError>) -> Option<String> {
+    match root.read_limited(path, MAX_TEXT) {
+        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => {
+            errors.push(ProbeError::from_root(PROBE, &e));
+            None
+        }
+    }
+}
+
+/// A Python literal we understand.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PyValue {
+    Str(String),
+    Bool(bool),
+    List(Vec<String>),
+    None,
+}
+
+fn parse_value(s: &str) -> Option<PyValue> {
+    let s = s.trim_start();
+    if let Some(q) = s.chars().next().filter(|c| *c == '\'' || *c == '"') {
+        let rest = &s[1..];
+        let end = rest.find(q)?;
+        return Some(PyValue::Str(rest[..end].to_string()));
+    }
+    if s.starts_with("True") {
+        return Some(PyValue::Bool(true));
+    }
+    if s.starts_with("False") {
+        return Some(PyValue::Bool(false));
+    }
+    if s.starts_with("None") {
+        return Some(PyValue::None);
+    }
+    if let Some(rest) = s.strip_prefix('[') {
+        let end = rest.find(']')?;
+        let items = rest[..end]
+            .split(',')
+            .map(|i| i.trim().trim_matches(|c| c == '\'' || c == '"').to_string())
+            .filter(|i| !i.is_empty())
+            .collect();
+        return Some(PyValue::List(items));
+    }
+    None
+}
+
+/// The value bound to `key` in a Python file written by a build: `key = v`, `key: T = v`,
+/// `'key': v` (a dict) or `('key', v)` (an OrderedDict's pairs).
+pub fn py_value(text: &str, key: &str) -> Option<PyValue> {
+    for line in text.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix(key) {
+            let rest = rest.trim_start();
+            let rest = match rest.strip_prefix(':') {
+                // An annotation: `cuda: Optional[str] = '12.1'`.
+                Some(r) => r.split_once('=').map(|(_, v)| v)?,
+                None => match rest.strip_prefix('=') {
+                    Some(v) if !v.starts_with('=') => v,
+                    _ => continue,
+                },
+            };
+            if let Some(v) = parse_value(rest) {
+                return Some(v);
+            }
+        }
+    }
+    for q in ['\'', '"'] {
+        let quoted = format!("{q}{key}{q}");
+        let mut from = 0;
+        while let Some(i) = text[from..].find(&quoted) {
+            let after = &text[from + i + quoted.len()..];
+            let after = after.trim_start();
+            if let Some(v) = after.strip_prefix(':').or_else(|| after.strip_prefix(',')) {
+                if let Some(v) = parse_value(v) {
+                    return Some(v);
+                }
+            }
+            from += i + quoted.len();
+        }
+    }
+    None
+}
+
+/// `#define NAME "value"` (or unquoted) in a C header.
+pub fn c_define(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let rest = l.trim_start().strip_prefix("#define")?.trim_start();
+        let rest = rest.strip_prefix(name)?;
+        if !rest.starts_with([' ', '\t']) {
+            return None;
+        }
+        let v = rest.trim().trim_matches('"').to_string();
+        (!v.is_empty()).then_some(v)
+    })
+}
+
+fn read_assignments(root: &Root, path: &Path, fw: &mut Framework, errors: &mut Vec<ProbeError>) {
+    let Some(text) = read_text(root, path, errors) else {
+        return;
+    };
+    if let Some(PyValue::Str(v)) = py_value(&text, "cuda_version") {
+        fw.cuda_version = Some(v);
+    }
+    if let Some(PyValue::Str(v)) = py_value(&text, "cudnn_version") {
+        fw.cudnn_version = Some(v);
+    }
+}
+
+fn want(fw: &mut Framework, soname: String, evidence: String, requester: &Path) {
+    fw.wants.push(Wanted {
+        soname,
+        evidence,
+        requester: Some(requester.to_string_lossy().into_owned()),
+    });
+}
+
+fn file_names(root: &Root, dir: &Path) -> Vec<PathBuf> {
+    let mut v = root.read_dir(dir).unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn tensorflow(
+    root: &Root,
+    dir: &Path,
+    fw: &mut Framework,
+    scan: &mut Scan,
+    errors: &mut Vec<ProbeError>,
+) {
+    // Entry points: libtensorflow_framework.so.N holds dso_loader; the pywrap module loads it.
+    let mut entries: Vec<PathBuf> = Vec::new();
+    for d in [dir.to_path_buf(), dir.join("python")] {
+        for p in file_names(root, &d) {
+            let n = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if n.starts_with("libtensorflow_framework.so")
+                || n.starts_with("_pywrap_tensorflow_internal")
+            {
+                entries.push(p);
+            }
+        }
+    }
+    entries.sort_by_key(|p| !p.to_string_lossy().contains("libtensorflow_framework"));
+    for e in &entries {
+        fw.entry_points.push(e.to_string_lossy().into_owned());
+    }
+    scan.dlopen_requester = entries
+        .first()
+        .cloned()
+        .unwrap_or_else(|| dir.join("python/_pywrap_tensorflow_internal.so"));
+    for e in &entries {
+        needed_of(root, e, fw, errors);
+    }
+    let req = scan.dlopen_requester.clone();
+
+    let bi_path = dir.join("python/platform/build_info.py");
+    if let Some(bi) = read_text(root, &bi_path, errors) {
+        let s = |k: &str| match py_value(&bi, k) {
+            Some(PyValue::Str(v)) => Some(v),
+            _ => None,
+        };
+        fw.cuda_version = s("cuda_version").or_else(|| s("cuda_version_number"));
+        fw.cudnn_version = s("cudnn_version").or_else(|| s("cudnn_version_number"));
+        if let Some(PyValue::Bool(b)) = py_value(&bi, "is_cuda_build") {
+            fw.is_cuda_build = Some(b);
+        }
+        if let Some(PyValue::List(l)) = py_value(&bi, "cuda_compute_capabilities") {
+            fw.compute_capabilities = l;
+        }
+    }
+    let h_path = dir.join("include/external/local_config_cuda/cuda/cuda/cuda_config.h");
+    let header = read_text(root, &h_path, errors);
+    let hp = h_path.to_string_lossy().into_owned();
+    if let Some(h) = &header {
+        let d = |n: &str| c_define(h, n);
+        if fw.cuda_version.is_none() {
+            fw.cuda_version = d("TF_CUDA_VERSION");
+        }
+        if fw.cudnn_version.is_none() {
+            fw.cudnn_version = d("TF_CUDNN_VERSION");
+        }
+        let cudart = d("TF_CUDART_VERSION");
+        let cublas = d("TF_CUBLAS_VERSION");
+        for (lib, mac, v) in [
+            ("cudart", "TF_CUDART_VERSION", cudart.clone()),
+            ("cublas", "TF_CUBLAS_VERSION", cublas.clone()),
+            ("cublasLt", "TF_CUBLAS_VERSION", cublas.clone()),
+            ("cusolver", "TF_CUSOLVER_VERSION", d("TF_CUSOLVER_VERSION")),
+            ("curand", "TF_CURAND_VERSION", d("TF_CURAND_VERSION")),
+            ("cufft", "TF_CUFFT_VERSION", d("TF_CUFFT_VERSION")),
+            ("cusparse", "TF_CUSPARSE_VERSION", d("TF_CUSPARSE_VERSION")),
+            ("cudnn", "TF_CUDNN_VERSION", d("TF_CUDNN_VERSION")),
+            ("nvinfer", "TF_TENSORRT_VERSION", d("TF_TENSORRT_VERSION")),
+        ] {
+            // cuBLASLt exists from CUDA 10.1 on.
+            if lib == "cublasLt"
+                && fw
+                    .cuda_version
+                    .as_deref()
+                    .is_some_and(|c| c.starts_with("10.0") || c.starts_with("9."))
+            {
+                continue;
+            }
+            if let Some(v) = v.filter(|v| !v.is_empty()) {
+                want(fw, format!("lib{lib}.so.{v}"), format!("{hp} {mac}"), &req);
+            }
+        }
+        if let Some(cuda) = d("TF_CUDA_VERSION") {
+            let major: u64 = cuda
+                .split('.')
+                .next()
+                .and_then(|m| m.parse().ok())
+                .unwrap_or(0);
+            let (v, why) = match (d("TF_CUPTI_VERSION"), &cudart, major >= 12) {
+                (Some(c), _, _) => (c, "TF_CUPTI_VERSION"),
+                (None, Some(c), true) => (c.clone(), "TF_CUDART_VERSION (CUDA >= 12)"),
+                _ => (cuda.clone(), "TF_CUDA_VERSION"),
+            };
+            want(fw, format!("libcupti.so.{v}"), format!("{hp} {why}"), &req);
+        }
+    } else if let Some(cuda) = fw
+        .cuda_version
+        .clone()
+        .filter(|_| fw.is_cuda_build != Some(false))
+    {
+        // No header: cudart and cupti follow from the CUDA version by cuda_configure.bzl's rule.
+        let ev = format!(
+            "{} cuda_version (derived: cuda_configure.bzl)",
+            bi_path.display()
+        );
+        let parts: Vec<u64> = cuda.split('.').filter_map(|p| p.parse().ok()).collect();
+        let (ma, mi) = (
+            parts.first().copied().unwrap_or(0),
+            parts.get(1).copied().unwrap_or(0),
+        );
+        let cudart = match ma {
+            0 => None,
+            11 => Some("11.0".to_string()),
+            m if m >= 12 => Some(m.to_string()),
+            _ => Some(format!("{ma}.{mi}")),
+        };
+        if let Some(c) = &cudart {
+            want(fw, format!("libcudart.so.{c}"), ev.clone(), &req);
+            let cupti = if ma >= 12 {
+                c.clone()
+            } else {
+                format!("{ma}.{mi}")
+            };
+            want(fw, format!("libcupti.so.{cupti}"), ev.clone(), &req);
+        }
+        if let Some(cudnn) = fw.cudnn_version.clone() {
+            if let Some(m) = cudnn.split('.').next().filter(|m| !m.is_empty()) {
+                want(
+                    fw,
+                    format!("libcudnn.so.{m}"),
+                    format!("{} cudnn_version", bi_path.display()),
+                    &req,
+                );
+            }
+        }
+    }
+    if fw.is_cuda_build != Some(false) && (header.is_some() || fw.cuda_version.is_some()) {
+        want(
+            fw,
+            "libcuda.so.1".into(),
+            "TF dso_loader: libcuda is always libcuda.so.1".into(),
+            &req,
+        );
+    }
+}
+
+fn torch(
+    root: &Root,
+    dir: &Path,
+    fw: &mut Framework,
+    scan: &mut Scan,
+    errors: &mut Vec<ProbeError>,
+) {
+    let vp = dir.join("version.py");
+    if let Some(text) = read_text(root, &vp, errors) {
+        if let Some(PyValue::Str(c)) = py_value(&text, "cuda") {
+            fw.cuda_version = Some(c);
+            fw.is_cuda_build = Some(true);
+        } else if let Some(PyValue::None) = py_value(&text, "cuda") {
+            fw.is_cuda_build = Some(false);
+        }
+    }
+    let mut entries: Vec<PathBuf> = file_names(root, dir)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy())
+                .is_some_and(|n| n.starts_with("_C") && n.ends_with(".so"))
+        })
+        .collect();
+    let lib = dir.join("lib");
+    entries.extend(file_names(root, &lib).into_iter().filter(|p| {
+        p.file_name()
+            .map(|n| n.to_string_lossy())
+            .is_some_and(|n| n.contains(".so") && family(&n).is_none())
+    }));
+    entries.truncate(MAX_SCANNED);
+    // dlopen from libtorch_cuda (NVRTC, cuDNN sub-libraries) or else _C.
+    scan.dlopen_requester = entries
+        .iter()
+        .find(|p| p.ends_with("libtorch_cuda.so"))
+        .or_else(|| entries.first())
+        .cloned()
+        .unwrap_or_else(|| dir.join("_C.so"));
+    for e in &entries {
+        fw.entry_points.push(e.to_string_lossy().into_owned());
+        needed_of(root, e, fw, errors);
+    }
+}
+
+/// Record the CUDA-family DT_NEEDED of `path` as wants; notes RPATHs into `nvidia/`.
+fn needed_of(root: &Root, path: &Path, fw: &mut Framework, errors: &mut Vec<ProbeError>) {
+    match elf::read(root, path) {
+        Ok(info) => {
+            if info
+                .rpath
+                .iter()
+                .chain(&info.runpath)
+                .any(|r| r.contains("/nvidia/"))
+            {
+                fw.uses_pip_nvidia = true;
+            }
+            for n in &info.needed {
+                if family(n).is_some() {
+                    want(
+                        fw,
+                        n.clone(),
+                        format!("DT_NEEDED of {}", path.display()),
+                        path,
+                    );
+                }
+            }
+        }
+        Err(e) => errors.push(ProbeError::at(PROBE, e.path(), e.to_string())),
+    }
+}
+
+fn scan_elf_dirs(
+    root: &Root,
+    dirs: &[PathBuf],
+    fw: &mut Framework,
+    scan: &mut Scan,
+    errors: &mut Vec<ProbeError>,
+) {
+    let mut n = 0;
+    for d in dirs {
+        for p in file_names(root, d) {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !name.ends_with(".so") || !root.is_file(&p) || n >= MAX_SCANNED {
+                continue;
+            }
+            n += 1;
+            let before = fw.wants.len();
+            needed_of(root, &p, fw, errors);
+            if fw.wants.len() > before {
+                fw.entry_points.push(p.to_string_lossy().into_owned());
+                if scan.dlopen_requester.extension().is_none() {
+                    scan.dlopen_requester = p.clone();
+                }
+            }
+        }
+    }
+}
+
+/// The CUDA-family sonames a CUDA major implies (CUDA release majors; knowledge.md A2 and the
+/// NVIDIA wheels), beside `libcuda.so.1` and `libnvidia-ml.so.1` which every release uses.
+pub fn implied_family(cuda_major: Option<u64>, cudnn_major: Option<u64>) -> Vec<String> {
+    let mut v: Vec<String> = vec!["libcuda.so.1".into(), "libnvidia-ml.so.1".into()];
+    let table: &[(&str, &str)] = match cuda_major {
+        Some(11) => &[
+            ("cudart", "11.0"),
+            ("cublas", "11"),
+            ("cublasLt", "11"),
+            ("cufft", "10"),
+            ("curand", "10"),
+            ("cusolver", "11"),
+            ("cusparse", "11"),
+            ("nvrtc", "11.2"),
+            ("nccl", "2"),
+        ],
+        Some(12) => &[
+            ("cudart", "12"),
+            ("cublas", "12"),
+            ("cublasLt", "12"),
+            ("cufft", "11"),
+            ("curand", "10"),
+            ("cusolver", "11"),
+            ("cusparse", "12"),
+            ("nvrtc", "12"),
+            ("nvJitLink", "12"),
+            ("cupti", "12"),
+            ("nccl", "2"),
+        ],
+        Some(13) => &[
+            ("cudart", "13"),
+            ("cublas", "13"),
+            ("cublasLt", "13"),
+            ("cufft", "12"),
+            ("curand", "10"),
+            ("cusolver", "12"),
+            ("cusparse", "12"),
+            ("nvrtc", "13"),
+            ("nvJitLink", "13"),
+            ("cupti", "13"),
+            ("nccl", "2"),
+        ],
+        _ => &[],
+    };
+    for (l, ver) in table {
+        v.push(format!("lib{l}.so.{ver}"));
+    }
+    if let Some(c) = cudnn_major {
+        v.push(format!("libcudnn.so.{c}"));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_info_in_every_shape() {
+        let tf24 = "import collections\nbuild_info = collections.OrderedDict([('cpu_compiler', '/dt7/usr/bin/gcc'), ('cuda_compute_capabilities', ['sm_35', 'sm_50', 'compute_80']), ('cuda_version', '11.0'), ('cudnn_version', '8'), ('is_cuda_build', True)])\n";
+        assert_eq!(
+            py_value(tf24, "cuda_version"),
+            Some(PyValue::Str("11.0".into()))
+        );
+        assert_eq!(py_value(tf24, "is_cuda_build"), Some(PyValue::Bool(true)));
+        assert_eq!(
+            py_value(tf24, "cuda_compute_capabilities"),
+            Some(PyValue::List(vec![
+                "sm_35".into(),
+                "sm_50".into(),
+                "compute_80".into()
+            ]))
+        );
+        let tf26 = "build_info = {'cuda_version': '11.2', \"cudnn_version\": \"8\"}";
+        assert_eq!(
+            py_value(tf26, "cudnn_version"),
+            Some(PyValue::Str("8".into()))
+        );
+        let tf22 = "is_cuda_build = True\ncuda_version_number = '10.1'\n";
+        assert_eq!(
+            py_value(tf22, "cuda_version_number"),
+            Some(PyValue::Str("10.1".into()))
+        );
+        assert_eq!(py_value(tf22, "cuda_version"), None);
+        let torch = "__version__ = '2.1.2+cu121'\ncuda: Optional[str] = '12.1'\nhip: Optional[str] = None\n";
+        assert_eq!(py_value(torch, "cuda"), Some(PyValue::Str("12.1".into())));
+        assert_eq!(py_value(torch, "hip"), Some(PyValue::None));
+        assert_eq!(py_value("x == 1\n", "x"), None);
+    }
+
+    #[test]
+    fn header_defines_and_names() {
+        let h = "#define TF_CUDA_VERSION \"11.0\"\n#define TF_CUSOLVER_VERSION \"10\"\n#define TF_CUDART_VERSION_X \"9\"\n";
+        assert_eq!(c_define(h, "TF_CUSOLVER_VERSION").as_deref(), Some("10"));
+        assert_eq!(c_define(h, "TF_CUDART_VERSION"), None);
+        assert_eq!(family("libcusolver.so.10"), Some("cusolver"));
+        assert_eq!(family("libcudnn_ops.so.9"), Some("cudnn"));
+        assert_eq!(family("libcublasLt.so.12"), Some("cublasLt"));
+        assert_eq!(family("libtorch_cuda.so"), None);
+        assert_eq!(soname_major("libcudart.so.11.0"), Some(11));
+        assert_eq!(soname_major("libnvrtc.so"), None);
+        assert_eq!(cuda_major_from_name("cupy-cuda12x"), Some(12));
+        assert_eq!(cuda_major_from_name("cupy-cuda110"), Some(11));
+        assert_eq!(cuda_major_from_name("jax-cuda12-plugin"), Some(12));
+        assert!(implied_family(Some(12), Some(9)).contains(&"libcudnn.so.9".to_string()));
+    }
+}

@@ -1,0 +1,356 @@
+//! `libraries[]`: each soname a framework wants (and the CUDA family its CUDA release implies),
+//! resolved the way `ld.so` would for that framework, in its interpreter's world.
+//!
+//! For one interpreter, every soname gets one [`Library`]: the first framework entry point that
+//! asks for it is the requester (loaded by the interpreter's executable), [`Loader::resolve`]
+//! finds the file, [`links::describe`] follows its symlinks, [`elf::read`] gives its facts,
+//! [`Loader::all_candidates`] lists the other copies (pip `nvidia/*/lib` and the framework's own
+//! `lib/` labelled `pip-nvidia` / `framework`), and symbol-version needs are checked one level
+//! deep: the requester against the library, the library against its own dependencies; for
+//! CUDA-family dependencies also each versioned symbol (`__nvJitLinkComplete_12_4@libnvJitLink.so.12`
+//! that an older `libnvJitLink.so.12` lacks: knowledge.md B23).
+
+use crate::probe::libs::frameworks::{family, implied_family, soname_major, Scan};
+use crate::probe::libs::search::{Loader, Object, Requester};
+use crate::probe::libs::{elf, links};
+use crate::root::Root;
+use crate::snapshot::libs::{Candidate, Library, LinkHop};
+use crate::snapshot::{ProbeError, Python};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+const PROBE: &str = "libs";
+
+/// Origins that are a framework's own copy.
+const OWN: [&str; 2] = ["framework", "pip-nvidia"];
+
+/// ELF reads memoised by machine path (a missing file is `None` without an error).
+#[derive(Default)]
+struct ElfMemo {
+    map: HashMap<PathBuf, Option<elf::ElfInfo>>,
+    syms: HashMap<PathBuf, Option<std::rc::Rc<elf::DynSymbols>>>,
+}
+
+impl ElfMemo {
+    /// The dynamic symbols of `p` (read once).
+    fn symbols(
+        &mut self,
+        root: &Root,
+        p: &Path,
+        errors: &mut Vec<ProbeError>,
+    ) -> Option<std::rc::Rc<elf::DynSymbols>> {
+        if let Some(v) = self.syms.get(p) {
+            return v.clone();
+        }
+        let v = match elf::read_with_symbols(root, p) {
+            Ok((_, s)) => Some(std::rc::Rc::new(s)),
+            Err(e) => {
+                errors.push(ProbeError::at(PROBE, e.path(), e.to_string()));
+                None
+            }
+        };
+        self.syms.insert(p.to_path_buf(), v.clone());
+        v
+    }
+
+    fn get(&mut self, root: &Root, p: &Path, errors: &mut Vec<ProbeError>) -> Option<elf::ElfInfo> {
+        if let Some(v) = self.map.get(p) {
+            return v.clone();
+        }
+        let v = match elf::read(root, p) {
+            Ok(i) => Some(i),
+            Err(elf::ElfError::Root(e)) if e.is_not_found() => None,
+            Err(e) => {
+                errors.push(ProbeError::at(PROBE, e.path(), e.to_string()));
+                None
+            }
+        };
+        self.map.insert(p.to_path_buf(), v.clone());
+        v
+    }
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// Resolve every library the frameworks of `python` want (and their implied CUDA family).
+pub fn resolve_python(
+    root: &Root,
+    loader: &Loader,
+    python: &Python,
+    scans: &[Scan],
+    errors: &mut Vec<ProbeError>,
+) -> Vec<Library> {
+    if scans.is_empty() {
+        return Vec::new();
+    }
+    let mut memo = ElfMemo::default();
+    let py_path = PathBuf::from(&python.path);
+    let py_obj = match memo.get(root, &py_path, &mut Vec::new()) {
+        Some(info) => Object::from_elf(&py_path, &info),
+        None => Object::bare(&py_path),
+    }
+    .main_executable();
+
+    // soname -> (library skeleton, requester)
+    let mut wanted: BTreeMap<String, (Library, PathBuf)> = BTreeMap::new();
+    for scan in scans {
+        for w in &scan.framework.wants {
+            let req = w
+                .requester
+                .as_ref()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| scan.dlopen_requester.clone());
+            let e = wanted.entry(w.soname.clone()).or_insert_with(|| {
+                (
+                    Library {
+                        soname: w.soname.clone(),
+                        reason: "wanted".into(),
+                        ..Default::default()
+                    },
+                    req,
+                )
+            });
+            e.0.wanted_by.push(scan.label());
+        }
+    }
+    for scan in scans {
+        let fw = &scan.framework;
+        if fw.is_cuda_build == Some(false) {
+            continue;
+        }
+        let asked: Vec<&str> = fw.wants.iter().filter_map(|w| family(&w.soname)).collect();
+        for so in implied_family(fw.cuda_major, fw.cudnn_major) {
+            // What the framework itself asks for beats what its CUDA release implies.
+            if family(&so).is_some_and(|f| asked.contains(&f)) {
+                continue;
+            }
+            wanted.entry(so.clone()).or_insert_with(|| {
+                (
+                    Library {
+                        soname: so,
+                        reason: "cuda-family".into(),
+                        ..Default::default()
+                    },
+                    scan.dlopen_requester.clone(),
+                )
+            });
+        }
+    }
+    let mut extra: Vec<(PathBuf, String)> = Vec::new();
+    for scan in scans {
+        for d in &scan.extra_dirs {
+            if !extra.contains(d) && root.is_dir(&d.0) {
+                extra.push(d.clone());
+            }
+        }
+    }
+
+    let mut out = Vec::new();
+    for (soname, (mut lib, req_path)) in wanted {
+        lib.python = Some(python.path.clone());
+        lib.family = family(&soname).map(String::from);
+        lib.requester = s(&req_path);
+        let req_info = memo.get(root, &req_path, errors);
+        let req_obj = match &req_info {
+            Some(i) => Object::from_elf(&req_path, i),
+            None => Object::bare(&req_path),
+        };
+        let req = Requester::new(req_obj).loaded_by(py_obj.clone());
+        let res = loader.resolve(&soname, &req);
+        lib.resolves = res.resolves();
+        lib.error = res.error.clone();
+        lib.found_via = res.label().map(String::from);
+        lib.name_version = links::name_version(&soname);
+        lib.major = soname_major(&soname);
+        let mut winner_real: Option<PathBuf> = None;
+        if let Some(p) = &res.path {
+            // Kept when the search stopped on it (`file too short`): the file to look at.
+            lib.path = Some(s(p));
+        }
+        if let Some(p) = res.path.as_ref().filter(|_| res.error.is_none()) {
+            let f = links::describe(root, p);
+            if f.is_loop {
+                errors.push(ProbeError::at(PROBE, p, "symlink loop"));
+            } else if let Some(e) = &f.error {
+                errors.push(ProbeError::at(PROBE, p, e.clone()));
+            }
+            lib.chain = f
+                .chain
+                .iter()
+                .map(|h| LinkHop {
+                    link: s(&h.link),
+                    target: s(&h.target),
+                })
+                .collect();
+            lib.file_version = f.file_version.clone();
+            lib.version_mismatch = f.version_mismatch;
+            lib.realpath = f.realpath.as_deref().map(s);
+            winner_real = f.realpath.clone();
+            let real = f.realpath.clone().unwrap_or_else(|| p.clone());
+            if let Some(info) = memo.get(root, &real, errors) {
+                lib.elf = Some(info.facts());
+                if let Some(m) = info.soname.as_deref().and_then(soname_major) {
+                    lib.major = Some(m);
+                }
+                // What the requester needs from it.
+                if let Some(ri) = &req_info {
+                    for v in ri.needs_from(&soname) {
+                        if !info.version_defs.contains(v) {
+                            lib.missing_symbol_versions.push(format!("{soname}:{v}"));
+                        }
+                    }
+                }
+                // What it needs from its own dependencies.
+                let child = req.child(Object::from_elf(p, &info));
+                for need in &info.version_needs {
+                    let r = loader.resolve(&need.file, &child);
+                    let Some(dp) = r.path.filter(|_| r.error.is_none()) else {
+                        continue;
+                    };
+                    let Some(di) = memo.get(root, &dp, errors) else {
+                        continue;
+                    };
+                    for v in &need.versions {
+                        if !di.version_defs.contains(v) {
+                            lib.missing_symbol_versions
+                                .push(format!("{}:{v}", need.file));
+                        }
+                    }
+                    // CUDA-family dependencies: every versioned symbol it takes from them.
+                    if family(&need.file).is_some() {
+                        let mine = memo.symbols(root, &real, errors);
+                        let theirs = memo.symbols(root, &dp, errors);
+                        if let (Some(mine), Some(theirs)) = (mine, theirs) {
+                            for u in &mine.undefined {
+                                let Some(ver) = u.version.as_deref() else {
+                                    continue;
+                                };
+                                if need.versions.iter().any(|v| v == ver)
+                                    && !theirs.provides(&u.name, Some(ver))
+                                {
+                                    lib.missing_symbols
+                                        .push(format!("{}:{}@{ver}", need.file, u.name));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Every copy on the machine, and which wins.
+        let label = lib.found_via.clone().unwrap_or_default();
+        for c in loader.all_candidates(&soname, &extra) {
+            let wins = lib.resolves
+                && (winner_real.is_some() && c.realpath == winner_real
+                    || lib.path.as_deref() == Some(&s(&c.path)));
+            lib.candidates.push(Candidate {
+                file_version: c
+                    .realpath
+                    .as_ref()
+                    .and_then(|r| r.file_name())
+                    .and_then(|n| links::name_version(&n.to_string_lossy())),
+                path: s(&c.path),
+                origin: c.origin,
+                wins,
+            });
+        }
+        if lib.resolves && !lib.candidates.iter().any(|c| c.wins) {
+            if let Some(p) = &lib.path {
+                lib.candidates.push(Candidate {
+                    path: p.clone(),
+                    origin: label,
+                    wins: true,
+                    file_version: lib.file_version.clone(),
+                });
+            }
+        }
+        let winner_own = lib
+            .candidates
+            .iter()
+            .any(|c| c.wins && OWN.contains(&c.origin.as_str()));
+        if lib.resolves && !winner_own {
+            if let Some(c) = lib
+                .candidates
+                .iter()
+                .find(|c| !c.wins && OWN.contains(&c.origin.as_str()))
+            {
+                lib.shadows_framework_copy = true;
+                lib.shadowed_path = Some(c.path.clone());
+            }
+        }
+        lib.missing_symbols.sort();
+        lib.missing_symbols.dedup();
+        lib.missing_symbol_versions.sort();
+        lib.missing_symbol_versions.dedup();
+        out.push(lib);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::root::Env;
+    use crate::snapshot::libs::{Framework, Wanted};
+
+    #[test]
+    fn wants_beat_the_implied_family_and_a_short_file_stops_the_search() {
+        let t = tempfile::tempdir().unwrap();
+        let lib = t.path().join("usr/lib/x86_64-linux-gnu");
+        std::fs::create_dir_all(&lib).unwrap();
+        // A truncated download where libcudnn.so.8 should be.
+        std::fs::write(lib.join("libcudnn.so.8"), b"not an ELF file").unwrap();
+        let root = Root::new(t.path());
+        let loader = Loader::new(&root, &Env::default());
+        let python = Python {
+            path: "/usr/bin/python3".into(),
+            ..Default::default()
+        };
+        let scan = Scan {
+            framework: Framework {
+                python: python.path.clone(),
+                name: "tensorflow".into(),
+                version: "2.4.0".into(),
+                cuda_major: Some(11),
+                cudnn_major: Some(8),
+                wants: vec![Wanted {
+                    soname: "libcusolver.so.10".into(),
+                    evidence: "test".into(),
+                    requester: None,
+                }],
+                ..Default::default()
+            },
+            dlopen_requester: "/site/tensorflow/python/_pywrap_tensorflow_internal.so".into(),
+            extra_dirs: Vec::new(),
+        };
+        let mut errors = Vec::new();
+        let libs = resolve_python(&root, &loader, &python, &[scan], &mut errors);
+        let names: Vec<&str> = libs.iter().map(|l| l.soname.as_str()).collect();
+        assert!(names.contains(&"libcusolver.so.10"));
+        assert!(!names.contains(&"libcusolver.so.11"), "{names:?}");
+        assert!(names.contains(&"libcudart.so.11.0"));
+        let cudnn = libs.iter().find(|l| l.soname == "libcudnn.so.8").unwrap();
+        assert_eq!(cudnn.reason, "cuda-family");
+        assert!(!cudnn.resolves, "{cudnn:?}");
+        assert!(cudnn
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("file too short"));
+        assert_eq!(
+            cudnn.path.as_deref(),
+            Some("/usr/lib/x86_64-linux-gnu/libcudnn.so.8")
+        );
+        let sol = libs
+            .iter()
+            .find(|l| l.soname == "libcusolver.so.10")
+            .unwrap();
+        assert_eq!(sol.wanted_by, vec!["tensorflow 2.4.0".to_string()]);
+        assert_eq!(
+            sol.requester,
+            "/site/tensorflow/python/_pywrap_tensorflow_internal.so"
+        );
+    }
+}
