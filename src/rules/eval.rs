@@ -167,11 +167,31 @@ impl<'a> Eval<'a, '_> {
                         Seg::Dynamic(p) => key_of(self.resolve(p)?.0)?,
                     };
                     let want = normalize_name(&name);
-                    let pkg = pkgs.iter().find(|p| {
+                    let named = |p: &&Value| {
                         p.get("name")
                             .and_then(Value::as_str)
                             .is_some_and(|n| normalize_name(n) == want)
-                    })?;
+                    };
+                    // The copy `import` sees: the shadowing winner when there are several
+                    // (packages[] is sorted by name and location, not by sys.path order).
+                    let winner = cur
+                        .get("shadowed")
+                        .and_then(Value::as_array)
+                        .and_then(|sh| {
+                            sh.iter().find(|s| {
+                                s.get("name")
+                                    .and_then(Value::as_str)
+                                    .is_some_and(|n| normalize_name(n) == want)
+                            })
+                        })
+                        .and_then(|s| s.pointer("/winner/location"));
+                    let pkg = winner
+                        .and_then(|loc| {
+                            pkgs.iter()
+                                .filter(named)
+                                .find(|p| p.get("location") == Some(loc))
+                        })
+                        .or_else(|| pkgs.iter().find(named))?;
                     cur = pkg;
                     label = format!("{label}.packages[{want}]");
                     i += 2;

@@ -43,6 +43,31 @@ pub struct Python {
     /// Distributions present in two or more places on the import path.
     #[serde(default)]
     pub shadowed: Vec<Shadowed>,
+    /// `Requires-Dist` entries of the installed distributions that this interpreter does not
+    /// satisfy: a static `pip check` (markers evaluated for this interpreter, requirements that
+    /// apply only under an extra skipped), sorted by package then required name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmet_requirements: Vec<UnmetRequirement>,
+}
+
+/// One requirement of an installed distribution that the interpreter does not meet.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnmetRequirement {
+    /// The distribution that requires it (normalised name, the copy `import` sees).
+    pub package: String,
+    /// That distribution's version.
+    pub version: String,
+    /// The `Requires-Dist` line, verbatim (`numpy<2.0.0,>=1.23.5; python_version >= "3.9"`).
+    pub requirement: String,
+    /// The required distribution (normalised name: `nvidia-cudnn-cu12`).
+    pub required: String,
+    /// The version specifier (`<2.0.0,>=1.23.5`), absent for a bare name or a URL requirement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub specifier: Option<String>,
+    /// The installed version of `required`, or `None` when it is not installed at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed: Option<String>,
 }
 
 /// How an interpreter was installed.
@@ -239,6 +264,8 @@ impl Python {
             (&a.name, &a.location, &a.metadata).cmp(&(&b.name, &b.location, &b.metadata))
         });
         self.shadowed.sort_by(|a, b| a.name.cmp(&b.name));
+        self.unmet_requirements
+            .sort_by(|a, b| (&a.package, &a.required).cmp(&(&b.package, &b.required)));
         self.sources.dedup();
     }
 

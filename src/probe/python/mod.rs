@@ -5,7 +5,8 @@
 //! - [`discovery`] finds interpreters and everything that names them (PATH, pip shebangs, pyenv,
 //!   conda, project venvs, IDE settings, Jupyter kernels), deduplicated on the canonical path;
 //! - [`interp`] inspects one interpreter: [`site`] works out its kind, prefix, version and import
-//!   path (with [`pth`] files), [`dist_info`] reads the distributions on that path.
+//!   path (with [`pth`] files), [`dist_info`] reads the distributions on that path, and
+//!   [`requires`] checks their `Requires-Dist` against each other (a static `pip check`).
 //!
 //! This module is the glue: interpreters are inspected in parallel (at most
 //! `available_parallelism` threads pulling from one queue), and the probe deadline is checked
@@ -20,6 +21,7 @@ pub mod interp;
 pub mod project;
 pub mod pth;
 pub mod pyenv;
+pub mod requires;
 pub mod site;
 
 use super::{Apply, Context};
@@ -33,7 +35,16 @@ use std::time::Instant;
 pub fn probe(ctx: &Context) -> Apply {
     let mut errors: Vec<ProbeError> = Vec::new();
     let found = discovery::discover(ctx, &mut errors);
-    let pythons = inspect_all(ctx.root(), ctx.env(), &found, ctx.deadline, &mut errors);
+    let mut pythons = inspect_all(ctx.root(), ctx.env(), &found, ctx.deadline, &mut errors);
+    // Markers name the machine's architecture: this one's, or x86_64 for a copied tree.
+    let machine = if ctx.root().is_host() {
+        std::env::consts::ARCH
+    } else {
+        requires::DEFAULT_MACHINE
+    };
+    for py in &mut pythons {
+        py.unmet_requirements = requires::unmet(py, machine);
+    }
     Box::new(move |snap| {
         snap.pythons.extend(pythons);
         snap.probe_errors.extend(errors);

@@ -1,0 +1,316 @@
+//! A static `pip check`: the `Requires-Dist` entries of an interpreter's installed distributions
+//! that the interpreter does not satisfy, without running Python or pip.
+//!
+//! As pip does, only the copy of each distribution that `import` sees (the first on `sys.path`)
+//! is checked and satisfies requirements; environment markers are evaluated for this
+//! interpreter (`python_version`, `python_full_version`, Linux, CPython, the machine's
+//! architecture); requirements that apply only under an extra (`; extra == "gpu"`) are skipped,
+//! because nothing records which extras were asked for at install time; pre-releases satisfy a
+//! specifier (pip checks with `prereleases=True`); a URL requirement (`name @ url`) only needs
+//! the name installed.
+
+use crate::snapshot::python::{Package, Python, UnmetRequirement};
+use pep440_rs::Version;
+use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder, Requirement, VersionOrUrl};
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+/// The architecture used for `platform_machine` markers when the machine's is not known.
+pub const DEFAULT_MACHINE: &str = "x86_64";
+
+/// The marker environment of a CPython `version` (`3.11.7`, or `3.11`) on Linux `machine`.
+/// `None` when the version is not a version.
+pub fn marker_environment(version: &str, machine: &str) -> Option<MarkerEnvironment> {
+    let full = Version::from_str(version).ok()?;
+    let release = full.release();
+    let minor = format!(
+        "{}.{}",
+        release.first().copied().unwrap_or(0),
+        release.get(1).copied().unwrap_or(0)
+    );
+    MarkerEnvironment::try_from(MarkerEnvironmentBuilder {
+        implementation_name: "cpython",
+        implementation_version: version,
+        os_name: "posix",
+        platform_machine: machine,
+        platform_python_implementation: "CPython",
+        platform_release: "",
+        platform_system: "Linux",
+        platform_version: "",
+        python_full_version: version,
+        python_version: &minor,
+        sys_platform: "linux",
+    })
+    .ok()
+}
+
+/// The unmet requirements of `py`'s packages. With no known Python version only requirements
+/// without markers are checked (a marker cannot be evaluated).
+pub fn unmet(py: &Python, machine: &str) -> Vec<UnmetRequirement> {
+    let env = py
+        .version
+        .as_deref()
+        .and_then(|v| marker_environment(v, machine));
+    // The copy of each name that `import` sees.
+    let mut visible: BTreeMap<&str, &Package> = BTreeMap::new();
+    for p in &py.packages {
+        if let Some(winner) = py.package(&p.name) {
+            visible.entry(winner.name.as_str()).or_insert(winner);
+        }
+    }
+    let mut out = Vec::new();
+    for pkg in visible.values() {
+        for raw in &pkg.requires {
+            if let Some(u) = check(pkg, raw, env.as_ref(), &visible) {
+                out.push(u);
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.package, &a.required).cmp(&(&b.package, &b.required)));
+    out
+}
+
+/// One `Requires-Dist` line of `pkg` against the installed distributions: `Some` when unmet.
+/// Lines that do not parse are not reported (pip skips them too, with a warning).
+fn check(
+    pkg: &Package,
+    raw: &str,
+    env: Option<&MarkerEnvironment>,
+    installed: &BTreeMap<&str, &Package>,
+) -> Option<UnmetRequirement> {
+    let req = Requirement::<pep508_rs::VerbatimUrl>::from_str(raw.trim()).ok()?;
+    match env {
+        Some(env) => {
+            if !req.evaluate_markers(env, &[]) {
+                return None;
+            }
+        }
+        None => {
+            if !req.marker.is_true() {
+                return None;
+            }
+        }
+    }
+    let required = req.name.to_string();
+    let specifiers = match &req.version_or_url {
+        Some(VersionOrUrl::VersionSpecifier(s)) => Some(s),
+        _ => None,
+    };
+    let unmet = |installed: Option<String>| UnmetRequirement {
+        package: pkg.name.clone(),
+        version: pkg.version.clone(),
+        requirement: raw.trim().to_string(),
+        required: required.clone(),
+        specifier: specifiers.map(|s| s.to_string()).filter(|s| !s.is_empty()),
+        installed,
+    };
+    let Some(have) = installed.get(required.as_str()) else {
+        return Some(unmet(None));
+    };
+    // A bare name or a URL requirement is met by any installed version.
+    let specifiers = specifiers?;
+    // A version that is not PEP 440 cannot be compared; pip reports nothing for it either.
+    let version = Version::from_str(have.version.trim()).ok()?;
+    if specifiers.contains(&version) {
+        None
+    } else {
+        Some(unmet(Some(have.version.clone())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::python::{Copy, Shadowed, SysPathOrigin};
+
+    fn pkg(name: &str, version: &str, requires: &[&str]) -> Package {
+        Package {
+            name: name.into(),
+            version: version.into(),
+            version_valid: true,
+            location: "/v/lib/python3.11/site-packages".into(),
+            metadata: format!("/v/lib/python3.11/site-packages/{name}-{version}.dist-info"),
+            requires: requires.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn py(version: Option<&str>, packages: Vec<Package>) -> Python {
+        Python {
+            path: "/v/bin/python".into(),
+            exists: true,
+            version: version.map(str::to_string),
+            packages,
+            ..Default::default()
+        }
+    }
+
+    fn names(u: &[UnmetRequirement]) -> Vec<(String, String, Option<String>)> {
+        u.iter()
+            .map(|u| (u.package.clone(), u.required.clone(), u.installed.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_wrong_version_and_a_missing_requirement_are_reported() {
+        let p = py(
+            Some("3.11.7"),
+            vec![
+                pkg(
+                    "tensorflow",
+                    "2.15.0",
+                    &["numpy<2.0.0,>=1.23.5", "h5py>=2.9.0", "wrapt<1.15,>=1.11.0"],
+                ),
+                pkg("numpy", "2.1.3", &[]),
+                pkg("h5py", "3.11.0", &["numpy>=1.17.3"]),
+            ],
+        );
+        let u = unmet(&p, DEFAULT_MACHINE);
+        assert_eq!(
+            names(&u),
+            vec![
+                ("tensorflow".into(), "numpy".into(), Some("2.1.3".into())),
+                ("tensorflow".into(), "wrapt".into(), None),
+            ]
+        );
+        assert_eq!(u[0].specifier.as_deref(), Some(">=1.23.5, <2.0.0"));
+        assert_eq!(u[0].requirement, "numpy<2.0.0,>=1.23.5");
+        assert_eq!(u[0].version, "2.15.0");
+        assert_eq!(u[1].specifier.as_deref(), Some(">=1.11.0, <1.15"));
+    }
+
+    #[test]
+    fn markers_are_evaluated_for_this_interpreter_and_extras_are_skipped() {
+        let p = py(
+            Some("3.10.12"),
+            vec![pkg(
+                "torch",
+                "2.3.1",
+                &[
+                    "typing-extensions>=4.8.0",
+                    "nvidia-cudnn-cu12==8.9.2.26; platform_system == \"Linux\" and platform_machine == \"x86_64\"",
+                    "tomli; python_version < \"3.11\"",
+                    "exceptiongroup; python_full_version >= \"3.12.0\"",
+                    "colorama; sys_platform == \"win32\"",
+                    "opt-einsum>=3.3; extra == \"opt-einsum\"",
+                    "optree>=0.9.1; extra == \"optree\" and python_version >= \"3.8\"",
+                    "pywin32; implementation_name != \"cpython\"",
+                ],
+            )],
+        );
+        let u = unmet(&p, "x86_64");
+        let req: Vec<&str> = u.iter().map(|u| u.required.as_str()).collect();
+        assert_eq!(req, ["nvidia-cudnn-cu12", "tomli", "typing-extensions"]);
+        // On aarch64 the nvidia wheel is not required.
+        let u = unmet(&p, "aarch64");
+        let req: Vec<&str> = u.iter().map(|u| u.required.as_str()).collect();
+        assert_eq!(req, ["tomli", "typing-extensions"]);
+    }
+
+    #[test]
+    fn names_are_normalised_and_local_versions_and_prereleases_satisfy() {
+        let p = py(
+            Some("3.12.1"),
+            vec![
+                pkg(
+                    "torchvision",
+                    "0.19.0",
+                    &["torch==2.4.0", "Pillow!=8.3.*,>=5.3.0", "Typing_Extensions"],
+                ),
+                pkg("torch", "2.4.0+cu121", &["sympy>=1.13rc1"]),
+                pkg("pillow", "10.4.0", &[]),
+                pkg("typing-extensions", "4.12.2", &[]),
+                pkg("sympy", "1.13.0rc2", &[]),
+            ],
+        );
+        assert_eq!(unmet(&p, DEFAULT_MACHINE), vec![]);
+    }
+
+    #[test]
+    fn only_the_copy_import_sees_counts() {
+        let mut user = pkg("six", "1.12.0", &[]);
+        user.location = "/home/u/.local/lib/python3.11/site-packages".into();
+        let mut p = py(
+            Some("3.11.2"),
+            vec![
+                pkg("six", "1.16.0", &[]),
+                user,
+                pkg("python-dateutil", "2.9.0", &["six>=1.5,>=1.14"]),
+            ],
+        );
+        // The venv's copy wins: satisfied.
+        assert_eq!(unmet(&p, DEFAULT_MACHINE), vec![]);
+        // The user-site copy wins: 1.12.0 does not satisfy >=1.14.
+        p.shadowed = vec![Shadowed {
+            name: "six".into(),
+            winner: Copy {
+                version: "1.12.0".into(),
+                location: "/home/u/.local/lib/python3.11/site-packages".into(),
+                origin: SysPathOrigin::UserSite,
+            },
+            hidden: vec![Copy {
+                version: "1.16.0".into(),
+                location: "/v/lib/python3.11/site-packages".into(),
+                origin: SysPathOrigin::Site,
+            }],
+        }];
+        assert_eq!(
+            names(&unmet(&p, DEFAULT_MACHINE)),
+            vec![(
+                "python-dateutil".into(),
+                "six".into(),
+                Some("1.12.0".into())
+            )]
+        );
+    }
+
+    #[test]
+    fn urls_unparsable_lines_and_invalid_versions() {
+        let p = py(
+            Some("3.11"),
+            vec![
+                pkg(
+                    "app",
+                    "1.0",
+                    &[
+                        "lib @ https://example.com/lib-1.0.tar.gz",
+                        "other @ file:///src/other",
+                        "this is not a requirement ((",
+                        "weird>=2",
+                    ],
+                ),
+                pkg("lib", "0.1", &[]),
+                pkg("weird", "not-a-version", &[]),
+            ],
+        );
+        assert_eq!(
+            names(&unmet(&p, DEFAULT_MACHINE)),
+            vec![("app".into(), "other".into(), None)]
+        );
+    }
+
+    #[test]
+    fn without_a_version_only_unconditional_requirements_are_checked() {
+        let p = py(
+            None,
+            vec![pkg(
+                "app",
+                "1.0",
+                &["a", "b; python_version < \"3.8\"", "c; extra == \"x\""],
+            )],
+        );
+        assert_eq!(
+            names(&unmet(&p, DEFAULT_MACHINE)),
+            vec![("app".into(), "a".into(), None)]
+        );
+    }
+
+    #[test]
+    fn the_marker_environment_takes_a_minor_only_version() {
+        let env = marker_environment("3.9", "x86_64").unwrap();
+        let r = Requirement::<pep508_rs::VerbatimUrl>::from_str("a; python_version >= \"3.9\"")
+            .unwrap();
+        assert!(r.evaluate_markers(&env, &[]));
+        assert!(marker_environment("not a version", "x86_64").is_none());
+    }
+}
