@@ -542,10 +542,17 @@ impl<'a> Compiler<'a> {
                 self.err(loc, format!("rule `{id}`: an empty all/any list"));
                 return None;
             }
+            // In `all`, a variable an earlier condition binds stays bound for the later ones (as
+            // at evaluation); in `any`, each alternative starts afresh.
+            let mark = ctx.vars.len();
             let mut out = Vec::new();
             for sub in list {
                 out.push(self.compile_cond(sub, ctx, id));
+                if c.any.is_some() {
+                    ctx.vars.truncate(mark);
+                }
             }
+            ctx.vars.truncate(mark);
             let out: Option<Vec<Cond>> = out.into_iter().collect();
             return Some(if c.all.is_some() {
                 Cond::All(out?)
@@ -554,7 +561,10 @@ impl<'a> Compiler<'a> {
             });
         }
         if let Some(inner) = &c.not {
-            return Some(Cond::Not(Box::new(self.compile_cond(inner, ctx, id)?)));
+            let mark = ctx.vars.len();
+            let compiled = self.compile_cond(inner, ctx, id);
+            ctx.vars.truncate(mark);
+            return Some(Cond::Not(Box::new(compiled?)));
         }
         if c.fact.is_none() {
             return self.compile_quant(c, loc, ctx, id);
@@ -622,8 +632,14 @@ impl<'a> Compiler<'a> {
         };
         ctx.vars.push((var.clone(), elem));
         ctx.all_vars.push((var.clone(), elem));
+        let mark = ctx.vars.len();
         let body = self.compile_cond(body, ctx, id);
-        ctx.vars.pop();
+        // The element stays bound for later conditions of an enclosing `all` (evaluation keeps
+        // the first match); `none_in` binds nothing.
+        ctx.vars.truncate(mark);
+        if kind == Quant::None {
+            ctx.vars.pop();
+        }
         Some(Cond::Quant {
             kind,
             list: path,

@@ -119,7 +119,7 @@ fn element_label(list_label: &str, i: usize, v: &Value) -> String {
             return format!("{list_label}[{a} @ {py}]");
         }
     }
-    for key in ["path", "index", "pid", "uuid", "soname", "name"] {
+    for key in ["path", "index", "pid", "uuid", "soname", "name", "required"] {
         if let Some(t) = text(key) {
             return format!("{list_label}[{t}]");
         }
@@ -213,10 +213,31 @@ impl<'a> Eval<'a, '_> {
         }
     }
 
+    /// The label of a path that may be missing: the longest prefix that resolves, named as
+    /// evidence names it, followed by the rest as written
+    /// (`pythons[/usr/bin/python3].unmet_requirements[numpy].installed`).
     fn label_of(&self, path: &Path) -> String {
-        self.resolve(path)
-            .map(|(_, l)| l)
-            .unwrap_or_else(|| path.text.clone())
+        for keep in (0..=path.segs.len()).rev() {
+            let prefix = Path {
+                var: path.var.clone(),
+                segs: path.segs[..keep].to_vec(),
+                text: String::new(),
+            };
+            if let Some((_, label)) = self.resolve(&prefix) {
+                let mut out = label;
+                for seg in &path.segs[keep..] {
+                    match seg {
+                        Seg::Key(k) => {
+                            out.push('.');
+                            out.push_str(k);
+                        }
+                        Seg::Dynamic(p) => out.push_str(&format!(".({})", p.text)),
+                    }
+                }
+                return out;
+            }
+        }
+        path.text.clone()
     }
 
     fn cond(&mut self, c: &Cond) -> bool {
