@@ -120,7 +120,7 @@ pub struct CheckArgs {
     /// Add the rules in this directory or file (repeatable); a rule with a shipped id replaces it.
     #[arg(long = "rules", value_name = "DIR")]
     pub rules: Vec<PathBuf>,
-    /// Override a rule parameter, e.g. `gpu-memory-held-by-other-process.threshold_percent=30`.
+    /// Override a rule parameter, e.g. `gpu-memory-held-by-other-process.threshold=50`.
     #[arg(long = "param", value_name = "RULE.NAME=VALUE")]
     pub params: Vec<String>,
     /// Output format.

@@ -112,9 +112,13 @@ impl Machine {
     }
 }
 
-/// Copy a file or a directory tree.
+/// Copy a file or a directory tree; symbolic links are copied as links.
 pub fn copy_tree(from: &Path, to: &Path) {
-    if from.is_dir() {
+    let meta = std::fs::symlink_metadata(from).unwrap();
+    if meta.file_type().is_symlink() {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(std::fs::read_link(from).unwrap(), to).unwrap();
+    } else if meta.is_dir() {
         std::fs::create_dir_all(to).unwrap();
         for e in std::fs::read_dir(from).unwrap() {
             let e = e.unwrap();

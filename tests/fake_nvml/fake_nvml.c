@@ -13,6 +13,8 @@
  *                       (pid FAKE_NVML_OWN_PID) that also has a graphics context;
  *                       GPU 1: A100, EXCLUSIVE_PROCESS, MIG enabled with two MIG devices,
  *                       utilisation not supported, one graphics process.
+ *   idle                the same two GPUs with no process on them and only the driver's
+ *                       reserve in use; GPU 1 in DEFAULT compute mode (a healthy twin).
  *   hang                nvmlInit_v2 never returns (a wedged driver).
  *   hang-device         init and GPU 0 answer; every query of GPU 1's processes blocks.
  *   mismatch            nvmlInit_v2 returns NVML_ERROR_LIB_RM_VERSION_MISMATCH.
@@ -189,6 +191,15 @@ nvmlReturn_t nvmlInit_v2(void)
         gpu_count = 0;
     } else {
         load_two_gpus(!strcmp(s, "hang-device"));
+    }
+    if (!strcmp(s, "idle")) {
+        for (unsigned int i = 0; i < gpu_count; i++) {
+            gpus[i].n_compute = 0;
+            gpus[i].n_graphics = 0;
+            gpus[i].used = 600ULL * MIB;
+            gpus[i].util = 0;
+        }
+        gpus[1].compute_mode = 0;
     }
     initialised = 1;
     return NVML_SUCCESS;
