@@ -230,7 +230,7 @@ fn seed_002_cupti_link_to_another_cuda_release() {
         .build(&twin.path("/usr/local/cuda-10.1/extras/CUPTI/lib64/libcupti.so.10.1.243"));
     cc::symlink(
         std::path::Path::new("libcupti.so.10.1.243"),
-        &twin.path("/usr/local/cuda-10.1/extras/CUPTI/lib64/libcupti.so.10.1"),
+        twin.path("/usr/local/cuda-10.1/extras/CUPTI/lib64/libcupti.so.10.1"),
     );
     tf22(&twin);
     twin.env("LD_LIBRARY_PATH", "/usr/local/cuda-10.1/extras/CUPTI/lib64");
