@@ -1,0 +1,60 @@
+//! The `compare` subcommand's arguments and run: read the files, compare, print, exit code.
+
+use super::{compare, load_all, render, CompareOptions, Section};
+use crate::report::{style, write_stdout, Format};
+use crate::Error;
+use clap::Args;
+use std::path::PathBuf;
+
+/// `envdoctor compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Snapshot files (JSON from `envdoctor snapshot`): two for A against B, three or more for a
+    /// fleet.
+    #[arg(value_name = "SNAPSHOT", num_args = 2.., required = true)]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Also compare volatile facts (collected_at, live GPU and host state, pids) and machine
+    /// identity (hostname, GPU UUIDs and PCI ids, envdoctor version, probe root).
+    #[arg(long)]
+    pub all: bool,
+    /// Compare only these sections (repeatable or comma-separated).
+    #[arg(long, value_enum, value_name = "SECTION", value_delimiter = ',')]
+    pub only: Vec<Section>,
+}
+
+/// Run `envdoctor compare`; returns 0 (no drift) or 1 (drift).
+pub fn run(args: CompareArgs) -> Result<i32, Error> {
+    let snaps = load_all(&args.files)?;
+    if args.files.len() == 2 {
+        let same = match (
+            std::fs::canonicalize(&args.files[0]),
+            std::fs::canonicalize(&args.files[1]),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if same {
+            eprintln!(
+                "envdoctor: note: {} and {} are the same file: no drift",
+                args.files[0].display(),
+                args.files[1].display()
+            );
+        }
+    }
+    let opts = CompareOptions {
+        all: args.all,
+        only: args.only,
+    };
+    // The rule engine plugs in here (`Some(&|s| rules::evaluate(s) ...)`) once it lands.
+    let report = compare(&snaps, &opts, None)?;
+    let text = match args.format {
+        Format::Json => render::render_json(&report),
+        Format::Markdown => render::render_markdown(&report),
+        Format::Text => render::render_text(&report, style::stdout_color()),
+    };
+    write_stdout(&text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))?;
+    Ok(report.exit_code())
+}
