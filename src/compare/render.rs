@@ -67,10 +67,9 @@ fn describe(c: &Change, arrow: &str) -> String {
         };
         parts.push(format!("local {} {arrow} {}", show(a), show(b)));
     }
-    if c.fact.starts_with("pythons[") && !c.fact.contains("].") {
-        if let Some(n) = &c.note {
-            parts.push(n.clone());
-        }
+    // Entities (an interpreter, a GPU) carry their path or model as context.
+    if let Some(n) = &c.note {
+        parts.push(n.clone());
     }
     parts.join(", ")
 }
