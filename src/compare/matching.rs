@@ -139,14 +139,33 @@ struct Candidate<'a> {
     version: Option<&'a str>,
 }
 
+/// Roles that name one environment (a project's venv, a named conda env, a pyenv version, the
+/// active env): two interpreters with such roles but none in common are different environments,
+/// whatever else (PATH) they share.
+const IDENTITY: u32 = 80;
+
 fn score(a: &Candidate, b: &Candidate) -> u32 {
-    let mut s: u32 = a
-        .roles
-        .iter()
-        .filter(|(k, _)| b.roles.contains_key(*k))
-        .map(|(k, w)| (*w).max(b.roles[k]))
-        .sum();
-    if a.path == b.path {
+    let same_path = a.path == b.path;
+    let shared = |min: u32| {
+        a.roles
+            .iter()
+            .filter(|(k, w)| **w >= min && b.roles.contains_key(*k))
+            .map(|(k, w)| (*w).max(b.roles[k]))
+            .sum::<u32>()
+    };
+    let has_identity = |c: &Candidate| c.roles.values().any(|w| *w >= IDENTITY);
+    let known = |k: PythonKind| k != PythonKind::Unknown;
+    if !same_path && shared(IDENTITY) == 0 {
+        // A venv is not the system python even when both are "the PATH python".
+        if known(a.kind) && known(b.kind) && a.kind != b.kind {
+            return 0;
+        }
+        if has_identity(a) && has_identity(b) {
+            return 0;
+        }
+    }
+    let mut s = shared(0);
+    if same_path {
         s += 150;
     }
     if s == 0 {
@@ -365,5 +384,70 @@ mod tests {
             kernel_name("/u/share/jupyter/kernels/py311/kernel.json argv[0] = \"x\""),
             "py311"
         );
+    }
+
+    #[test]
+    fn different_environments_on_path_do_not_match() {
+        let mut a = Snapshot::empty();
+        a.pythons = vec![py(
+            "/home/u/proj/.venv/bin/python",
+            PythonKind::Venv,
+            "3.10.4",
+            &[
+                (
+                    SourceKind::Path,
+                    "python3 (PATH entry 0: /home/u/proj/.venv/bin)",
+                ),
+                (SourceKind::ProjectVenv, "/home/u/proj/.venv"),
+            ],
+        )];
+        let mut b = Snapshot::empty();
+        b.pythons = vec![
+            py(
+                "/usr/bin/python3",
+                PythonKind::System,
+                "3.11.2",
+                &[(SourceKind::Path, "python3 (PATH entry 0: /usr/bin)")],
+            ),
+            py(
+                "/c/envs/ml/bin/python",
+                PythonKind::Conda,
+                "3.10.4",
+                &[(SourceKind::CondaEnv, "/c/envs/ml")],
+            ),
+        ];
+        let m = match_interpreters(&[&a, &b]);
+        assert_eq!(m.groups.len(), 3, "{:?}", m.groups);
+        // Two conda envs with different names, both first on PATH, are different envs.
+        let mut c = Snapshot::empty();
+        let mut ml = py(
+            "/c/envs/ml/bin/python",
+            PythonKind::Conda,
+            "3.10.4",
+            &[(SourceKind::Path, "python (PATH entry 0: /c/envs/ml/bin)")],
+        );
+        ml.conda_env = Some("ml".into());
+        c.pythons = vec![ml];
+        let mut d = Snapshot::empty();
+        let mut tf = py(
+            "/c/envs/tf/bin/python",
+            PythonKind::Conda,
+            "3.10.4",
+            &[(SourceKind::Path, "python (PATH entry 0: /c/envs/tf/bin)")],
+        );
+        tf.conda_env = Some("tf".into());
+        d.pythons = vec![tf];
+        assert_eq!(match_interpreters(&[&c, &d]).groups.len(), 2);
+        // The same conda env on two machines, different prefixes, matches by name.
+        let mut e = Snapshot::empty();
+        let mut ml2 = py(
+            "/opt/conda/envs/ml/bin/python",
+            PythonKind::Conda,
+            "3.10.4",
+            &[],
+        );
+        ml2.conda_env = Some("ml".into());
+        e.pythons = vec![ml2];
+        assert_eq!(match_interpreters(&[&c, &e]).groups.len(), 1);
     }
 }
