@@ -439,3 +439,34 @@ fn help_documents_formats_sections_and_exit_codes() {
         assert!(help.contains(word), "{word} in help:\n{help}");
     }
 }
+
+#[test]
+fn colour_only_when_asked_and_never_under_no_color() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/snapshots/compare");
+    let run = |no_color: Option<&str>| {
+        let mut c = Command::cargo_bin("envdoctor").unwrap();
+        c.current_dir(&dir)
+            .env_remove("NO_COLOR")
+            .env("CLICOLOR_FORCE", "1")
+            .args(["compare", "a.json", "b.json"]);
+        if let Some(v) = no_color {
+            c.env("NO_COLOR", v);
+        }
+        String::from_utf8(c.output().unwrap().stdout).unwrap()
+    };
+    assert!(
+        run(None).contains('\u{1b}'),
+        "CLICOLOR_FORCE colours a pipe"
+    );
+    assert!(!run(Some("1")).contains('\u{1b}'), "NO_COLOR wins");
+    // Piped, not forced: plain (the default case of every other test here).
+    let plain = Command::cargo_bin("envdoctor")
+        .unwrap()
+        .current_dir(&dir)
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .args(["compare", "a.json", "b.json"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains('\u{1b}'));
+}

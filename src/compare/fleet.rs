@@ -100,7 +100,8 @@ pub fn fleet(labels: &[&str], flats: &[Flat]) -> FleetReport {
     }
     // Which machines have each scope entity.
     let mut scopes: HashMap<&str, Vec<bool>> = HashMap::new();
-    let mut by_fact: Vec<FleetFact> = Vec::new();
+    // Each reported fact with the indices of its outliers (labels need not be unique).
+    let mut by_fact: Vec<(FleetFact, Vec<usize>)> = Vec::new();
     for slot in &slots {
         let members: Option<&Vec<bool>> = match &slot.first.scope {
             None => None,
@@ -148,15 +149,18 @@ pub fn fleet(labels: &[&str], flats: &[Flat]) -> FleetReport {
         for (m, v) in &present {
             value_of[*m] = Some(v);
         }
-        let outliers: Vec<Outlier> = (0..n)
+        let idx: Vec<usize> = (0..n)
             .filter(|m| in_set(*m) && value_of[*m] != majority)
-            .map(|m| Outlier {
+            .collect();
+        let outliers: Vec<Outlier> = idx
+            .iter()
+            .map(|&m| Outlier {
                 machine: labels[m].to_string(),
                 value: value_of[m].map(str::to_string),
             })
             .collect();
         let f = slot.first;
-        by_fact.push(FleetFact {
+        let ff = FleetFact {
             rank: if f.verdict {
                 Rank::Verdict
             } else if f.ml {
@@ -171,27 +175,26 @@ pub fn fleet(labels: &[&str], flats: &[Flat]) -> FleetReport {
             compared,
             outliers,
             note: f.note.clone(),
-        });
+        };
+        by_fact.push((ff, idx));
     }
-    by_fact.sort_by(|x, y| {
+    by_fact.sort_by(|(x, _), (y, _)| {
         (x.rank, x.section)
             .cmp(&(y.rank, y.section))
             .then_with(|| x.fact.cmp(&y.fact))
     });
-    let pos: HashMap<&str, usize> = labels.iter().enumerate().map(|(i, l)| (*l, i)).collect();
     let mut per_machine: Vec<Vec<MachineDifference>> = vec![Vec::new(); n];
-    for ff in &by_fact {
-        for o in &ff.outliers {
-            if let Some(&m) = pos.get(o.machine.as_str()) {
-                per_machine[m].push(MachineDifference {
-                    rank: ff.rank,
-                    fact: ff.fact.clone(),
-                    value: o.value.clone(),
-                    majority: ff.majority.clone(),
-                });
-            }
+    for (ff, idx) in &by_fact {
+        for (o, &m) in ff.outliers.iter().zip(idx) {
+            per_machine[m].push(MachineDifference {
+                rank: ff.rank,
+                fact: ff.fact.clone(),
+                value: o.value.clone(),
+                majority: ff.majority.clone(),
+            });
         }
     }
+    let by_fact: Vec<FleetFact> = by_fact.into_iter().map(|(f, _)| f).collect();
     let by_machine = per_machine
         .into_iter()
         .enumerate()
