@@ -412,13 +412,27 @@ pub fn flatten(
         o.list(S::Pythons, false, sc, format!("{ent}.sources"), &kinds);
         if o.keep(S::Packages) {
             // One fact per name: the copy `import` sees (shadowed copies are their own fact).
+            // Packages are sorted by name; the winner is the first of its name unless `shadowed`
+            // names another location (what `Python::package` does, without its linear scans).
+            let winners: HashMap<&str, &str> = py
+                .shadowed
+                .iter()
+                .map(|s| (s.name.as_str(), s.winner.location.as_str()))
+                .collect();
             let mut last: Option<&str> = None;
-            for p in &py.packages {
+            for (i, p) in py.packages.iter().enumerate() {
                 if last == Some(p.name.as_str()) {
                     continue;
                 }
                 last = Some(p.name.as_str());
-                let w = py.package(&p.name).unwrap_or(p);
+                let w = match winners.get(p.name.as_str()) {
+                    Some(loc) => py.packages[i..]
+                        .iter()
+                        .take_while(|q| q.name == p.name)
+                        .find(|q| q.location == *loc)
+                        .unwrap_or(p),
+                    None => p,
+                };
                 let kind = if w.version_valid {
                     ValueKind::Pep440
                 } else {

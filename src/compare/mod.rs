@@ -573,6 +573,14 @@ pub fn load(path: &Path) -> Result<Snapshot, Error> {
     let text = String::from_utf8(bytes).map_err(|_| {
         Error::input(what.clone(), "not UTF-8 text, so not a snapshot").with_hint(hint)
     })?;
+    // Fast path: one typed parse. Anything unusual (another schema version, a field this
+    // envdoctor does not know, broken JSON) goes through `Snapshot::from_json`, whose messages
+    // say what is wrong.
+    if let Ok(s) = serde_json::from_str::<Snapshot>(&text) {
+        if (1..=crate::snapshot::SCHEMA_VERSION).contains(&s.schema_version) {
+            return Ok(s);
+        }
+    }
     Snapshot::from_json(&text, &what).map_err(|e| {
         if e.message.contains("newer than") {
             e

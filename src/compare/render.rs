@@ -240,8 +240,18 @@ fn text_fleet(r: &CompareReport, st: Style) -> String {
     let empty = FleetReport::default();
     let fl = r.fleet.as_ref().unwrap_or(&empty);
     let _ = writeln!(o, "{} {} machines", st.bold("Fleet:"), r.machines.len());
-    for i in 0..r.machines.len() {
-        let _ = writeln!(o, "  {}", machine_line(r, i));
+    let n = r.machines.len();
+    if n <= 20 {
+        for i in 0..n {
+            let _ = writeln!(o, "  {}", machine_line(r, i));
+        }
+    } else {
+        let _ = writeln!(
+            o,
+            "  {} ... {} (--format json lists them all)",
+            r.machines[0].label,
+            r.machines[n - 1].label
+        );
     }
     let absent = "(absent)";
     if !fl.by_fact.is_empty() {
