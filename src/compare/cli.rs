@@ -56,5 +56,10 @@ pub fn run(args: CompareArgs) -> Result<i32, Error> {
         Format::Text => render::render_text(&report, style::stdout_color()),
     };
     write_stdout(&text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))?;
-    Ok(report.exit_code())
+    let code = report.exit_code();
+    // The process exits next: freeing tens of MB of snapshots piece by piece would be a
+    // tenth of the run time for a 20,000-distribution pair, for nothing.
+    std::mem::forget(snaps);
+    std::mem::forget(report);
+    Ok(code)
 }

@@ -597,7 +597,7 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<(String, Snapshot)>, Error> {
     let threads = std::thread::available_parallelism()
         .map(|p| p.get())
         .unwrap_or(1)
-        .min(n.div_ceil(8).max(1));
+        .min(n.max(1));
     let chunk = n.div_ceil(threads).max(1);
     let mut results: Vec<Result<Snapshot, Error>> = Vec::with_capacity(n);
     std::thread::scope(|s| {
