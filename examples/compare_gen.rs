@@ -246,7 +246,9 @@ fn main() {
     if let Some(d) = b.cuda.driver.as_mut() {
         d.version = "550.54.15".into();
     }
-    let venv = &mut b.pythons[1];
+    let Some(venv) = b.pythons.iter_mut().find(|p| p.kind == PythonKind::Venv) else {
+        panic!("the generated machine has a venv");
+    };
     venv.packages
         .retain(|p| !p.name.ends_with('7') || !p.name.starts_with("dist-000"));
     for p in venv.packages.iter_mut() {
