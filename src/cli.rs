@@ -27,6 +27,36 @@ Examples:
 
 Exit codes: 0 success, 1 findings (check) or drift (compare), 2 envdoctor could not do its job.";
 
+const COMPARE_ABOUT: &str = "\
+Compare snapshots written by `envdoctor snapshot`: a semantic diff, not a JSON diff.
+
+Two snapshots (A, B): every fact that differs, ranked: first rule verdicts that change (a finding
+that fires on B and not on A: \"B will hit ...\"), then ML and CUDA facts (torch, tensorflow, jax,
+numpy, nvidia-* and other ML packages, the interpreter version, CUDA toolkits, cuDNN, the driver,
+resolved libraries, GPUs), then the rest. Package changes say upgrade or downgrade and how big
+(major, minor, patch, pre-release, local tag such as +cu118 -> +cu121) under PEP 440.
+Interpreters are matched by role (the PATH python, VIRTUAL_ENV, the project's venv, the IDE's, a
+conda env by name, a pyenv version), not by absolute path, and home directories are written ~,
+so machines with different users line up; interpreters that match nothing are listed.
+
+Three or more snapshots (a fleet): for each fact, the majority value and the machines that differ
+from it, grouped by fact and by machine.
+
+Volatile facts (collected_at, live GPU and host state, pids) and machine identity (hostname, GPU
+UUIDs) are ignored unless --all.";
+
+const COMPARE_EXAMPLES: &str = "\
+Examples:
+  envdoctor snapshot -o monday.json; ...; envdoctor snapshot -o friday.json
+  envdoctor compare monday.json friday.json           what changed on this machine
+  envdoctor compare good.json bad.json --only packages,cuda
+  envdoctor compare node*.json --format markdown      a fleet, for a pull-request comment
+  envdoctor compare a.json b.json --format json | jq '.changes[] | select(.rank == \"ml\")'
+
+Exit codes (as diff): 0 no drift in what is compared, 1 drift, 2 trouble (a file missing, empty,
+truncated, not a snapshot, or from a newer envdoctor). The JSON format is described by
+schema/compare.schema.json.";
+
 /// A doctor for machine-learning training machines: finds the environment drift that breaks
 /// training (wrong interpreter, missing CUDA libraries, busy GPUs, stale checkpoints) before
 /// the job starts.
@@ -51,6 +81,9 @@ pub enum Command {
     Rules(RulesCommand),
     /// Explain a rule: what the failure looks like, why it happens, what is checked, the fix.
     Explain(ExplainArgs),
+    /// Compare snapshots: the drift between two machines or two days, or across a fleet.
+    #[command(long_about = COMPARE_ABOUT, after_help = COMPARE_EXAMPLES)]
+    Compare(crate::compare::cli::CompareArgs),
     /// Internal: query NVML and stream JSON lines (run by the gpu probe in a child process).
     #[command(name = "__nvml-child", hide = true)]
     NvmlChild(NvmlChildArgs),
@@ -256,6 +289,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         Command::Snapshot(args) => snapshot(args),
         Command::Rules(cmd) => rules_cmd(cmd),
         Command::Explain(args) => explain(args),
+        Command::Compare(args) => crate::compare::cli::run(args),
         Command::NvmlChild(args) => Ok(probe::gpu::child::run(args.lib.as_deref())),
         Command::LoadChild { args } => Ok(probe::libs::load::child_main(&args)),
     }
