@@ -34,7 +34,18 @@ pub struct CompareArgs {
 
 /// Run `envdoctor compare`; returns 0 (no drift) or 1 (drift).
 pub fn run(args: CompareArgs) -> Result<i32, Error> {
-    let snaps = load_all(&args.files)?;
+    // The rule pack compiles while the snapshots are read.
+    let (snaps, rules) = std::thread::scope(|scope| {
+        let rules = (!args.no_rules).then(|| scope.spawn(|| RuleSet::shipped_with(&args.rules)));
+        let snaps = load_all(&args.files);
+        let rules = rules.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(Error::other("loading the rules failed unexpectedly")))
+        });
+        (snaps, rules)
+    });
+    let snaps = snaps?;
+    let rules = rules.transpose()?;
     if args.files.len() == 2 {
         let same = match (
             std::fs::canonicalize(&args.files[0]),
@@ -57,11 +68,6 @@ pub fn run(args: CompareArgs) -> Result<i32, Error> {
     };
     // Drift that changes a rule's verdict ranks first: the shipped pack (and --rules) runs on
     // each snapshot.
-    let rules = if args.no_rules {
-        None
-    } else {
-        Some(RuleSet::shipped_with(&args.rules)?)
-    };
     let verdicts = |s: &crate::Snapshot| -> Vec<Verdict> {
         rules
             .as_ref()

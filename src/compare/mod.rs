@@ -57,7 +57,8 @@ pub struct Verdict {
 }
 
 /// The rule engine hook: the verdicts of the rules on one snapshot.
-pub type VerdictFn<'a> = dyn Fn(&Snapshot) -> Vec<Verdict> + 'a;
+/// It is called from several threads at once (one per core), each on its own snapshots.
+pub type VerdictFn<'a> = dyn Fn(&Snapshot) -> Vec<Verdict> + Sync + 'a;
 
 /// The parts of a snapshot that can be compared (`--only`).
 #[derive(
@@ -468,6 +469,24 @@ fn flatten_all(
     out
 }
 
+/// Run the rules on every snapshot, the snapshots split over the available cores.
+fn verdicts_in_parallel(snaps: &[(String, Snapshot)], f: &VerdictFn) -> Vec<Option<Vec<Verdict>>> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = snaps.len().div_ceil(cores.max(1)).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = snaps
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || part.iter().map(|(_, s)| Some(f(s))).collect::<Vec<_>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
+
 /// Compare snapshots: two give a ranked pair diff, three or more a fleet report.
 ///
 /// `snaps` are `(label, snapshot)` in order (A, B, ...). `verdicts`, when given, is called once
@@ -485,7 +504,10 @@ pub fn compare(
     }
     let refs: Vec<&Snapshot> = snaps.iter().map(|(_, s)| s).collect();
     let matching = matching::match_interpreters(&refs);
-    let vs: Vec<Option<Vec<Verdict>>> = snaps.iter().map(|(_, s)| verdicts.map(|f| f(s))).collect();
+    let vs: Vec<Option<Vec<Verdict>>> = match verdicts {
+        None => vec![None; snaps.len()],
+        Some(f) => verdicts_in_parallel(snaps, f),
+    };
     let mut only = opts.only.clone();
     only.sort();
     only.dedup();

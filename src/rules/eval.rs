@@ -7,8 +7,10 @@ use super::path::{Path, Seg};
 use super::template::display_value;
 use serde::Serialize;
 use serde_json::Value;
+use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 use std::str::FromStr;
 
 /// One fact that made a rule fire.
@@ -25,13 +27,151 @@ pub struct Evidence {
 struct Binding<'a> {
     name: String,
     value: &'a Value,
-    label: String,
+    label: BindLabel,
+}
+
+/// How a bound value is named in evidence, computed only when evidence needs it (a quantifier
+/// binds thousands of packages and names none of them unless one matches).
+#[derive(Clone, Debug)]
+enum BindLabel {
+    /// Already a label.
+    Text(String),
+    /// Element `i` of the list labelled so.
+    Elem(Rc<str>, usize),
+}
+
+impl Binding<'_> {
+    fn label(&self) -> String {
+        match &self.label {
+            BindLabel::Text(s) => s.clone(),
+            BindLabel::Elem(list, i) => element_label(list, *i, self.value),
+        }
+    }
+}
+
+/// Lookups shared by every rule evaluated on one snapshot: each interpreter's distributions by
+/// normalised name.
+#[derive(Default)]
+pub struct Index<'a> {
+    packages: RefCell<HashMap<usize, Rc<Packages<'a>>>>,
+}
+
+/// One interpreter's distributions by normalised name.
+#[derive(Default)]
+struct Packages<'a> {
+    /// The copy `import` sees (the shadowing winner when there are several).
+    winner: HashMap<std::borrow::Cow<'a, str>, &'a Value>,
+    /// Every copy's position in `packages[]`.
+    all: HashMap<std::borrow::Cow<'a, str>, Vec<usize>>,
+}
+
+impl<'a> Index<'a> {
+    fn of(&self, py: &'a Value) -> Rc<Packages<'a>> {
+        let key = py as *const Value as usize;
+        let mut cache = self.packages.borrow_mut();
+        Rc::clone(
+            cache
+                .entry(key)
+                .or_insert_with(|| Rc::new(Packages::build(py))),
+        )
+    }
+
+    /// The distribution `name` of interpreter `py`.
+    fn package(&self, py: &'a Value, name: &str) -> Option<&'a Value> {
+        self.of(py).winner.get(normalized(name).as_ref()).copied()
+    }
+
+    /// Positions in `py.packages` of every copy of these distributions, in list order.
+    fn positions(&self, py: &'a Value, names: &[&str]) -> Vec<usize> {
+        let map = self.of(py);
+        let mut out: Vec<usize> = names
+            .iter()
+            .filter_map(|n| map.all.get(normalized(n).as_ref()))
+            .flatten()
+            .copied()
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+impl<'a> Packages<'a> {
+    fn build(py: &'a Value) -> Packages<'a> {
+        let mut me = Packages::default();
+        let Some(Value::Array(pkgs)) = py.get("packages") else {
+            return me;
+        };
+        for (i, p) in pkgs.iter().enumerate() {
+            if let Some(n) = p.get("name").and_then(Value::as_str) {
+                let n = normalized(n);
+                me.winner.entry(n.clone()).or_insert(p);
+                me.all.entry(n).or_default().push(i);
+            }
+        }
+        // packages[] is sorted by name and location, not by sys.path order: the shadowing
+        // record says which copy wins.
+        if let Some(Value::Array(shadowed)) = py.get("shadowed") {
+            for sh in shadowed {
+                let (Some(n), Some(loc)) = (
+                    sh.get("name").and_then(Value::as_str),
+                    sh.pointer("/winner/location"),
+                ) else {
+                    continue;
+                };
+                let want = normalized(n);
+                let winner = me.all.get(&want).and_then(|copies| {
+                    copies
+                        .iter()
+                        .map(|&i| &pkgs[i])
+                        .find(|p| p.get("location") == Some(loc))
+                });
+                if let Some(w) = winner {
+                    me.winner.insert(want, w);
+                }
+            }
+        }
+        me
+    }
+}
+
+/// When a quantifier over an interpreter's `packages` starts by naming the distributions it
+/// wants (`{fact: VAR.name, in: [...]}` or `equals`), those names: only their copies need a
+/// look (the rest cannot match).
+fn wanted_names<'c>(var: &str, body: &'c Cond) -> Option<Vec<&'c str>> {
+    let first = match body {
+        Cond::All(items) => items.first()?,
+        other => other,
+    };
+    let Cond::Test {
+        fact,
+        cast: None,
+        op,
+    } = first
+    else {
+        return None;
+    };
+    if fact.var != var || fact.segs != [Seg::Key("name".into())] {
+        return None;
+    }
+    let lits: Vec<&Operand> = match op {
+        Op::Equals(o) => vec![o],
+        Op::In(list) => list.iter().collect(),
+        _ => return None,
+    };
+    lits.into_iter()
+        .map(|o| match o {
+            Operand::Lit(Value::String(s)) => Some(s.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Evaluation state for one rule on one subject.
 pub struct Eval<'a, 'p> {
     root: &'a Value,
     params: &'p BTreeMap<String, Value>,
+    index: &'p Index<'a>,
     bindings: Vec<Binding<'a>>,
     evidence: Vec<Evidence>,
 }
@@ -51,8 +191,14 @@ pub struct Hit {
 /// What a scoped rule is evaluated for: (variable, element, label); None for machine rules.
 type Subject<'a> = Option<(String, &'a Value, String)>;
 
-/// Evaluate `rule` on `root` (a snapshot as JSON), with `params` (the rule's, overridden).
-pub fn run_rule(rule: &Rule, root: &Value, params: &BTreeMap<String, Value>) -> Vec<Hit> {
+/// Evaluate `rule` on `root` (a snapshot as JSON), with `params` (the rule's, overridden);
+/// `index` is shared by every rule run on the same `root`.
+pub fn run_rule<'a>(
+    rule: &Rule,
+    root: &'a Value,
+    params: &BTreeMap<String, Value>,
+    index: &Index<'a>,
+) -> Vec<Hit> {
     let mut hits = Vec::new();
     let subjects: Vec<Subject> = match rule.scope.binding() {
         None => vec![None],
@@ -69,12 +215,17 @@ pub fn run_rule(rule: &Rule, root: &Value, params: &BTreeMap<String, Value>) -> 
         let mut ev = Eval {
             root,
             params,
+            index,
             bindings: Vec::new(),
             evidence: Vec::new(),
         };
         let label = subject.as_ref().map(|(_, _, l)| l.clone());
         if let Some((name, value, label)) = subject {
-            ev.bindings.push(Binding { name, value, label });
+            ev.bindings.push(Binding {
+                name,
+                value,
+                label: BindLabel::Text(label),
+            });
         }
         if ev.cond(&rule.when) {
             let mut evidence = std::mem::take(&mut ev.evidence);
@@ -85,7 +236,7 @@ pub fn run_rule(rule: &Rule, root: &Value, params: &BTreeMap<String, Value>) -> 
                         return params.get(k).cloned();
                     }
                 }
-                ev.resolve(p).map(|(v, _)| v.clone())
+                ev.resolve_value(p).cloned()
             };
             let message = rule.message.render(&lookup);
             let fix = rule.fix.render(&lookup);
@@ -129,6 +280,22 @@ fn element_label(list_label: &str, i: usize, v: &Value) -> String {
 
 /// PEP 503 normalisation, for the `package` accessor.
 pub fn normalize_name(name: &str) -> String {
+    normalized(name).into_owned()
+}
+
+/// PEP 503 normalisation, borrowing when the name is already normal (the probes write normal
+/// names, so this is the common case).
+fn normalized(name: &str) -> std::borrow::Cow<'_, str> {
+    let b = name.as_bytes();
+    let plain = !b.is_empty()
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+        && b.windows(2).all(|w| !(w[0] == b'-' && w[1] == b'-'))
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c >= 0x80);
+    if plain {
+        return std::borrow::Cow::Borrowed(name);
+    }
     let mut out = String::with_capacity(name.len());
     let mut sep = false;
     for c in name.chars() {
@@ -142,68 +309,57 @@ pub fn normalize_name(name: &str) -> String {
             out.push(c.to_ascii_lowercase());
         }
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 impl<'a> Eval<'a, '_> {
-    /// Resolve a path to a value and its label; None when missing or null.
+    /// Resolve a path to a value; None when missing or null. The hot path: no labels, no
+    /// allocation for plain field names.
+    fn resolve_value(&self, path: &Path) -> Option<&'a Value> {
+        self.walk(path, false).map(|(v, _)| v)
+    }
+
+    /// Resolve a path to a value and its evidence label; None when missing or null.
     fn resolve(&self, path: &Path) -> Option<(&'a Value, String)> {
+        self.walk(path, true)
+    }
+
+    /// A segment's key: its name, or a dynamic segment's value.
+    fn key_at<'s>(&self, seg: &'s Seg) -> Option<std::borrow::Cow<'s, str>> {
+        match seg {
+            Seg::Key(k) => Some(std::borrow::Cow::Borrowed(k.as_str())),
+            Seg::Dynamic(p) => key_of(self.resolve_value(p)?).map(std::borrow::Cow::Owned),
+        }
+    }
+
+    fn walk(&self, path: &Path, labelled: bool) -> Option<(&'a Value, String)> {
         let (mut cur, mut label) =
             if let Some(b) = self.bindings.iter().rev().find(|b| b.name == path.var) {
-                (b.value, b.label.clone())
+                (b.value, if labelled { b.label() } else { String::new() })
             } else {
                 (self.root.get(&path.var)?, path.var.clone())
             };
         let mut i = 0;
         while i < path.segs.len() {
-            let key = match &path.segs[i] {
-                Seg::Key(k) => k.clone(),
-                Seg::Dynamic(p) => key_of(self.resolve(p)?.0)?,
-            };
-            if key == "package" && cur.get("package").is_none() {
-                if let Some(Value::Array(pkgs)) = cur.get("packages") {
-                    let name = match path.segs.get(i + 1)? {
-                        Seg::Key(k) => k.clone(),
-                        Seg::Dynamic(p) => key_of(self.resolve(p)?.0)?,
-                    };
-                    let want = normalize_name(&name);
-                    let named = |p: &&Value| {
-                        p.get("name")
-                            .and_then(Value::as_str)
-                            .is_some_and(|n| normalize_name(n) == want)
-                    };
-                    // The copy `import` sees: the shadowing winner when there are several
-                    // (packages[] is sorted by name and location, not by sys.path order).
-                    let winner = cur
-                        .get("shadowed")
-                        .and_then(Value::as_array)
-                        .and_then(|sh| {
-                            sh.iter().find(|s| {
-                                s.get("name")
-                                    .and_then(Value::as_str)
-                                    .is_some_and(|n| normalize_name(n) == want)
-                            })
-                        })
-                        .and_then(|s| s.pointer("/winner/location"));
-                    let pkg = winner
-                        .and_then(|loc| {
-                            pkgs.iter()
-                                .filter(named)
-                                .find(|p| p.get("location") == Some(loc))
-                        })
-                        .or_else(|| pkgs.iter().find(named))?;
-                    cur = pkg;
-                    label = format!("{label}.packages[{want}]");
-                    i += 2;
-                    continue;
+            let key = self.key_at(&path.segs[i])?;
+            if key == "package" && cur.get("package").is_none() && cur.get("packages").is_some() {
+                let name = self.key_at(path.segs.get(i + 1)?)?;
+                cur = self.index.package(cur, &name)?;
+                if labelled {
+                    label = format!("{label}.packages[{}]", normalize_name(&name));
                 }
+                i += 2;
+                continue;
             }
             cur = match cur {
-                Value::Object(m) => m.get(&key)?,
+                Value::Object(m) => m.get(key.as_ref())?,
                 Value::Array(a) => a.get(key.parse::<usize>().ok()?)?,
                 _ => return None,
             };
-            label = format!("{label}.{key}");
+            if labelled {
+                label.push('.');
+                label.push_str(&key);
+            }
             i += 1;
         }
         if cur.is_null() {
@@ -275,20 +431,43 @@ impl<'a> Eval<'a, '_> {
     }
 
     fn quant(&mut self, kind: Quant, list: &Path, var: &str, body: &Cond) -> bool {
-        let (items, list_label): (&'a [Value], String) = match self.resolve(list) {
-            Some((Value::Array(a), l)) => (a.as_slice(), l),
+        let (items, list_label): (&'a [Value], Rc<str>) = match self.resolve(list) {
+            Some((Value::Array(a), l)) => (a.as_slice(), Rc::from(l)),
             Some(_) => return false,
-            None => (&[], list.text.clone()),
+            None => (&[], Rc::from(list.text.as_str())),
         };
         let mark = (self.bindings.len(), self.evidence.len());
         let mut matched = 0usize;
         let mut first_match: Option<(usize, usize)> = None;
-        for (i, item) in items.iter().enumerate() {
+        // `any_in py.packages` that names its distributions visits only their copies.
+        let only: Option<Vec<usize>> = match (kind, list.segs.split_last()) {
+            (Quant::Any, Some((Seg::Key(last), parent))) if last == "packages" => {
+                wanted_names(var, body).and_then(|names| {
+                    let owner = Path {
+                        var: list.var.clone(),
+                        segs: parent.to_vec(),
+                        text: String::new(),
+                    };
+                    let py = self.resolve_value(&owner)?;
+                    Some(self.index.positions(py, &names))
+                })
+            }
+            _ => None,
+        };
+        let visit: Box<dyn Iterator<Item = (usize, &'a Value)>> = match only {
+            Some(positions) => Box::new(
+                positions
+                    .into_iter()
+                    .filter_map(move |i| items.get(i).map(|v| (i, v))),
+            ),
+            None => Box::new(items.iter().enumerate()),
+        };
+        for (i, item) in visit {
             let before = (self.bindings.len(), self.evidence.len());
             self.bindings.push(Binding {
                 name: var.to_string(),
                 value: item,
-                label: element_label(&list_label, i, item),
+                label: BindLabel::Elem(Rc::clone(&list_label), i),
             });
             let ok = self.cond(body);
             match kind {
@@ -321,7 +500,7 @@ impl<'a> Eval<'a, '_> {
             Quant::All => matched > 0,
             Quant::None => {
                 self.evidence.push(Evidence {
-                    path: list_label,
+                    path: list_label.to_string(),
                     value: Value::from(format!("{} checked, none matched", items.len())),
                 });
                 true
@@ -329,46 +508,40 @@ impl<'a> Eval<'a, '_> {
         }
     }
 
-    fn operand(&self, o: &Operand) -> Option<(Value, Option<Evidence>)> {
+    /// The value of an operand (borrowed: literals from the rule, facts from the snapshot).
+    fn operand<'s>(&'s self, o: &'s Operand) -> Option<&'s Value> {
         match o {
-            Operand::Lit(v) => Some((v.clone(), None)),
-            Operand::Param(p) => self.params.get(p).cloned().map(|v| (v, None)),
-            Operand::Fact(path) => {
-                let (v, label) = self.resolve(path)?;
-                Some((
-                    v.clone(),
-                    Some(Evidence {
-                        path: label,
-                        value: v.clone(),
-                    }),
-                ))
-            }
+            Operand::Lit(v) => Some(v),
+            Operand::Param(p) => self.params.get(p),
+            Operand::Fact(path) => self.resolve_value(path),
         }
     }
 
     fn test(&mut self, fact: &Path, cast: Option<super::model::Cast>, op: &Op) -> bool {
-        let resolved = self.resolve(fact);
-        let raw = resolved.as_ref().map(|(v, _)| *v);
-        let value = apply_cast(raw, cast);
-        let mut extra: Vec<Evidence> = Vec::new();
-        let mut rhs = |o: &Operand| -> Option<Value> {
-            let (v, ev) = self.operand(o)?;
-            extra.extend(ev);
-            Some(v)
+        let raw = self.resolve_value(fact);
+        let cast_value;
+        let value = match cast {
+            None => raw,
+            Some(_) => {
+                cast_value = apply_cast(raw, cast);
+                cast_value.as_ref()
+            }
         };
-        let ok = match (op, value.as_ref()) {
+        let ok = match (op, value) {
             (Op::Exists(want), v) => v.is_some() == *want,
             (Op::Empty(want), v) => is_empty(v) == *want,
             (_, None) => false,
-            (Op::Equals(o), Some(v)) => rhs(o).is_some_and(|r| loose_eq(v, &r)),
-            (Op::NotEquals(o), Some(v)) => rhs(o).is_some_and(|r| !loose_eq(v, &r)),
-            (Op::In(list), Some(v)) => list.iter().any(|o| rhs(o).is_some_and(|r| member(v, &r))),
-            (Op::NotIn(list), Some(v)) => {
-                list.iter().all(|o| rhs(o).is_none_or(|r| !member(v, &r)))
-            }
+            (Op::Equals(o), Some(v)) => self.operand(o).is_some_and(|r| loose_eq(v, r)),
+            (Op::NotEquals(o), Some(v)) => self.operand(o).is_some_and(|r| !loose_eq(v, r)),
+            (Op::In(list), Some(v)) => list
+                .iter()
+                .any(|o| self.operand(o).is_some_and(|r| member(v, r))),
+            (Op::NotIn(list), Some(v)) => list
+                .iter()
+                .all(|o| self.operand(o).is_none_or(|r| !member(v, r))),
             (Op::Cmp(cmp, o), Some(v)) => {
-                rhs(o)
-                    .and_then(|r| compare(v, &r))
+                self.operand(o)
+                    .and_then(|r| compare(v, r))
                     .is_some_and(|ord| match cmp {
                         CmpOp::Lt => ord == Ordering::Less,
                         CmpOp::Lte => ord != Ordering::Greater,
@@ -385,20 +558,37 @@ impl<'a> Eval<'a, '_> {
                     .any(|i| as_text(i).is_some_and(|s| re.is_match(&s))),
                 other => as_text(other).is_some_and(|s| re.is_match(&s)),
             },
-            (Op::Contains(o), Some(v)) => rhs(o).is_some_and(|r| match v {
-                Value::Array(items) => items.iter().any(|i| loose_eq(i, &r)),
-                Value::String(s) => as_text(&r).is_some_and(|t| s.contains(t.as_str())),
+            (Op::Contains(o), Some(v)) => self.operand(o).is_some_and(|r| match v {
+                Value::Array(items) => items.iter().any(|i| loose_eq(i, r)),
+                Value::String(s) => as_text(r).is_some_and(|t| s.contains(t.as_str())),
                 _ => false,
             }),
         };
         if ok {
+            // Evidence (labels, clones) only for tests that held.
+            let path = match self.resolve(fact) {
+                Some((_, l)) => l,
+                None => self.label_of(fact),
+            };
             self.evidence.push(Evidence {
-                path: resolved
-                    .map(|(_, l)| l)
-                    .unwrap_or_else(|| self.label_of(fact)),
+                path,
                 value: raw.cloned().unwrap_or(Value::Null),
             });
-            self.evidence.extend(extra);
+            let operands: Vec<&Operand> = match op {
+                Op::Equals(o) | Op::NotEquals(o) | Op::Cmp(_, o) | Op::Contains(o) => vec![o],
+                Op::In(l) | Op::NotIn(l) => l.iter().collect(),
+                _ => Vec::new(),
+            };
+            for o in operands {
+                if let Operand::Fact(p) = o {
+                    if let Some((v, label)) = self.resolve(p) {
+                        self.evidence.push(Evidence {
+                            path: label,
+                            value: v.clone(),
+                        });
+                    }
+                }
+            }
         }
         ok
     }
@@ -585,6 +775,9 @@ mod tests {
         assert_eq!(normalize_name("TF_Keras"), "tf-keras");
         assert_eq!(normalize_name("zope.interface"), "zope-interface");
         assert_eq!(normalize_name("a--b__c"), "a-b-c");
+        assert_eq!(normalize_name("torch"), "torch");
+        assert_eq!(normalize_name("-torch"), "torch");
+        assert_eq!(normalize_name("nvidia-cudnn-cu12"), "nvidia-cudnn-cu12");
     }
 
     #[test]

@@ -157,6 +157,11 @@ impl RuleSet {
         errors
     }
 
+    /// A set of already compiled rules (benchmarks, tests).
+    pub fn from_rules(rules: Vec<Rule>) -> RuleSet {
+        RuleSet { rules }
+    }
+
     /// Every rule, in load order.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
@@ -204,8 +209,9 @@ impl RuleSet {
     /// Evaluate every rule on a snapshot given as JSON (a partial one is fine).
     pub fn check_value(&self, root: &Value) -> Vec<Finding> {
         let mut out = Vec::new();
+        let index = eval::Index::default();
         for rule in &self.rules {
-            out.extend(findings_of(rule, root, &rule.params));
+            out.extend(findings_of(rule, root, &rule.params, &index));
         }
         out.sort_by(|a, b| {
             b.severity
@@ -223,7 +229,7 @@ impl RuleSet {
             for t in &rule.tests {
                 let mut params = rule.params.clone();
                 params.extend(t.params.clone());
-                let found = findings_of(rule, &t.facts, &params);
+                let found = findings_of(rule, &t.facts, &params, &eval::Index::default());
                 let failure = match (t.expect, found.is_empty()) {
                     (Expect::Fire, true) => {
                         Some("expected the rule to fire; it stayed quiet".into())
@@ -287,8 +293,13 @@ impl RuleSet {
     }
 }
 
-fn findings_of(rule: &Rule, root: &Value, params: &BTreeMap<String, Value>) -> Vec<Finding> {
-    eval::run_rule(rule, root, params)
+fn findings_of<'a>(
+    rule: &Rule,
+    root: &'a Value,
+    params: &BTreeMap<String, Value>,
+    index: &eval::Index<'a>,
+) -> Vec<Finding> {
+    eval::run_rule(rule, root, params, index)
         .into_iter()
         .map(|h| Finding {
             rule: rule.id.clone(),
