@@ -16,6 +16,7 @@ pub mod probe;
 pub mod report;
 pub mod root;
 pub mod rules;
+pub mod schema;
 pub mod snapshot;
 pub mod time;
 pub mod version;

@@ -338,6 +338,16 @@ fn explain_prints_fixed_sections() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// The error-level findings of a `check --format json` report.
+fn errors_of(report: &Value) -> Vec<&Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .collect()
+}
+
 #[test]
 fn no_error_finding_on_a_fresh_venv() {
     let dir = tempfile::tempdir().unwrap();
@@ -412,26 +422,8 @@ fn the_readme_rule_example_loads_and_its_tests_pass() {
         .code(0);
 }
 
-/// Skip (None) or fail, as the PyPI policy says (`ENVDOCTOR_REQUIRE_PYPI` makes it mandatory).
-fn need_pypi(what: &str, r: Result<(), String>) -> Option<()> {
-    match r {
-        Ok(()) => Some(()),
-        Err(e) if std::env::var_os("ENVDOCTOR_REQUIRE_PYPI").is_some() => panic!("{what}: {e}"),
-        Err(e) => {
-            eprintln!("SKIPPED: {what} needs python3, pip and PyPI: {e}");
-            None
-        }
-    }
-}
-
-fn sh(cmd: &mut std::process::Command) -> Result<(), String> {
-    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("{cmd:?}: {}", String::from_utf8_lossy(&out.stderr)))
-    }
-}
+#[path = "common/pypi.rs"]
+mod pypi;
 
 #[test]
 fn no_error_finding_on_a_venv_with_numpy_and_h5py() {
@@ -440,21 +432,13 @@ fn no_error_finding_on_a_venv_with_numpy_and_h5py() {
     std::fs::create_dir(&proj).unwrap();
     let venv = proj.join(".venv");
     let py = venv.join("bin/python");
-    let made = sh(std::process::Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv))
-    .and_then(|_| {
-        sh(std::process::Command::new(&py).args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            "numpy",
-            "h5py",
-        ]))
-    });
-    if need_pypi("a venv with numpy and h5py", made).is_none() {
+    let made = pypi::run(
+        std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv),
+    )
+    .and_then(|_| pypi::run(pypi::pip(&py).args(["install", "numpy", "h5py"])));
+    if pypi::need("a venv with numpy and h5py", made).is_none() {
         return;
     }
     let out = envdoctor()
@@ -463,12 +447,7 @@ fn no_error_finding_on_a_venv_with_numpy_and_h5py() {
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let errors: Vec<&Value> = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["severity"] == "error")
-        .collect();
+    let errors = errors_of(&v);
     assert!(errors.is_empty(), "false alarms: {errors:#?}");
     assert_eq!(out.status.code(), Some(0));
     let checked = v["snapshot"]["pythons"]

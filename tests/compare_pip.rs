@@ -13,33 +13,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command as Std;
 
-fn require_pypi() -> bool {
-    std::env::var_os("ENVDOCTOR_REQUIRE_PYPI").is_some()
-}
-
-fn run(cmd: &mut Std) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn pip(py: &Path) -> Std {
-    let mut c = Std::new(py);
-    c.args([
-        "-m",
-        "pip",
-        "--disable-pip-version-check",
-        "--no-input",
-        "-q",
-    ]);
-    c
-}
+#[path = "common/pypi.rs"]
+mod pypi;
+use pypi::{pip, require_pypi, run};
 
 /// normalised name -> version, from pip itself.
 fn pip_list(py: &Path) -> Result<BTreeMap<String, String>, String> {

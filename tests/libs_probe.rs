@@ -11,6 +11,10 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+#[path = "common/pypi.rs"]
+mod pypi;
+use pypi::{need, run};
+
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
@@ -577,29 +581,6 @@ fn pid_reads_the_libraries_a_process_really_loaded() {
 // ---------------------------------------------------------------------------------------------
 // A real NVIDIA wheel from PyPI (skipped without network unless ENVDOCTOR_REQUIRE_PYPI is set).
 
-fn need<T>(what: &str, r: Result<T, String>) -> Option<T> {
-    match r {
-        Ok(v) => Some(v),
-        Err(e) if std::env::var_os("ENVDOCTOR_REQUIRE_PYPI").is_some() => panic!("{what}: {e}"),
-        Err(e) => {
-            eprintln!("SKIPPED: {what} needs python3, pip and PyPI: {e}");
-            None
-        }
-    }
-}
-
-fn run_ok(cmd: &mut std::process::Command) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// A venv with `nvidia-cuda-runtime-cu12` from PyPI; returns (tempdir, venv, wheel version).
 fn cudart_venv() -> Result<(tempfile::TempDir, PathBuf, String), String> {
     let t = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -608,13 +589,11 @@ fn cudart_venv() -> Result<(tempfile::TempDir, PathBuf, String), String> {
         .canonicalize()
         .map_err(|e| e.to_string())?
         .join(".venv");
-    run_ok(
-        std::process::Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv),
-    )?;
+    run(std::process::Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv))?;
     let py = venv.join("bin/python");
-    run_ok(std::process::Command::new(&py).args([
+    run(std::process::Command::new(&py).args([
         "-m",
         "pip",
         "--disable-pip-version-check",
@@ -625,7 +604,7 @@ fn cudart_venv() -> Result<(tempfile::TempDir, PathBuf, String), String> {
         "30",
         "nvidia-cuda-runtime-cu12",
     ]))?;
-    let version = run_ok(std::process::Command::new(&py).args([
+    let version = run(std::process::Command::new(&py).args([
         "-c",
         "import importlib.metadata as m; print(m.version('nvidia-cuda-runtime-cu12'))",
     ]))?;

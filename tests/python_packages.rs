@@ -17,6 +17,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command as Std;
 
+#[path = "common/pypi.rs"]
+mod pypi;
+use pypi::{need, pip, run};
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/machines")
@@ -286,47 +290,6 @@ fn conda_version_from_conda_meta_and_local_version_labels() {
 
 // ---------------------------------------------------------------------------------------------
 // Real venvs and pip.
-
-fn require_pypi() -> bool {
-    std::env::var_os("ENVDOCTOR_REQUIRE_PYPI").is_some()
-}
-
-/// Run a command that must succeed; `Err(reason)` otherwise.
-fn run(cmd: &mut Std) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Skip (return None) or fail, as the PyPI policy says.
-fn need<T>(what: &str, r: Result<T, String>) -> Option<T> {
-    match r {
-        Ok(v) => Some(v),
-        Err(e) if require_pypi() => panic!("{what}: {e}"),
-        Err(e) => {
-            eprintln!("SKIPPED: {what} needs python3, pip and PyPI: {e}");
-            None
-        }
-    }
-}
-
-fn pip(py: &Path) -> Std {
-    let mut c = Std::new(py);
-    c.args([
-        "-m",
-        "pip",
-        "--disable-pip-version-check",
-        "--no-input",
-        "-q",
-    ]);
-    c
-}
 
 fn normalize(name: &str) -> String {
     envdoctor::probe::python::dist_info::normalize_name(name)

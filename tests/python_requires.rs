@@ -10,29 +10,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command as Std;
 
-fn run(cmd: &mut Std) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn pip(py: &Path) -> Std {
-    let mut c = Std::new(py);
-    c.args([
-        "-m",
-        "pip",
-        "--disable-pip-version-check",
-        "--no-input",
-        "-q",
-    ]);
-    c
-}
+#[path = "common/pypi.rs"]
+mod pypi;
+use pypi::{pip, run};
 
 fn build(dir: &Path) -> Result<(), String> {
     let venv = dir.join("venv");

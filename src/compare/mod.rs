@@ -658,10 +658,7 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<(String, Snapshot)>, Error> {
 
 /// The JSON Schema of [`CompareReport`], as checked in at `schema/compare.schema.json`.
 pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(CompareReport);
-    let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    s.push('\n');
-    s
+    crate::schema::render::<CompareReport>()
 }
 
 #[cfg(test)]
@@ -671,18 +668,7 @@ mod tests {
 
     #[test]
     fn checked_in_schema_is_current() {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/compare.schema.json");
-        let fresh = json_schema();
-        if std::env::var_os("ENVDOCTOR_UPDATE_SCHEMA").is_some() {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &fresh).unwrap();
-        }
-        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            on_disk == fresh,
-            "schema/compare.schema.json is stale: run `ENVDOCTOR_UPDATE_SCHEMA=1 cargo test checked_in_schema` and commit it"
-        );
+        crate::schema::assert_current("compare.schema.json", &json_schema());
     }
 
     #[test]

@@ -85,33 +85,40 @@ fn to_error(errors: Vec<RuleError>) -> Error {
 impl RuleSet {
     /// The shipped pack.
     pub fn shipped() -> Result<RuleSet, Error> {
-        let mut set = RuleSet::default();
-        let mut errors = Vec::new();
-        for (name, text) in shipped::SHIPPED {
-            match compile::Compiler::new(name, text).compile_file(true) {
-                Ok(rules) => set.rules.extend(rules),
-                Err(e) => errors.extend(e),
-            }
-        }
-        errors.extend(set.duplicates());
-        if errors.is_empty() {
-            Ok(set)
-        } else {
-            Err(to_error(errors))
-        }
+        RuleSet::compile(
+            shipped::SHIPPED
+                .iter()
+                .map(|(name, text)| Ok((name.to_string(), text.to_string()))),
+            true,
+        )
     }
 
     /// Rules from files or directories (every `*.yaml`/`*.yml` in a directory, sorted).
     pub fn from_paths(paths: &[PathBuf]) -> Result<RuleSet, Error> {
+        let files = rule_files(paths)?;
+        RuleSet::compile(
+            files.iter().map(|file| {
+                let shown = file.display().to_string();
+                let text = std::fs::read(file)
+                    .map_err(|e| Error::input(&shown, format!("cannot read rule file: {e}")))?;
+                let text = String::from_utf8(text)
+                    .map_err(|_| Error::input(&shown, "rule file is not UTF-8"))?;
+                Ok((shown, text))
+            }),
+            false,
+        )
+    }
+
+    /// Compile every (name, text) file; all their errors together, duplicates included.
+    fn compile(
+        files: impl Iterator<Item = Result<(String, String), Error>>,
+        shipped: bool,
+    ) -> Result<RuleSet, Error> {
         let mut set = RuleSet::default();
         let mut errors = Vec::new();
-        for file in rule_files(paths)? {
-            let shown = file.display().to_string();
-            let text = std::fs::read(&file)
-                .map_err(|e| Error::input(&shown, format!("cannot read rule file: {e}")))?;
-            let text = String::from_utf8(text)
-                .map_err(|_| Error::input(&shown, "rule file is not UTF-8"))?;
-            match compile::Compiler::new(&shown, &text).compile_file(false) {
+        for file in files {
+            let (name, text) = file?;
+            match compile::Compiler::new(&name, &text).compile_file(shipped) {
                 Ok(rules) => set.rules.extend(rules),
                 Err(e) => errors.extend(e),
             }
@@ -406,16 +413,7 @@ mod tests {
 
     #[test]
     fn the_checked_in_rule_schema_is_current() {
-        let path = FsPath::new(env!("CARGO_MANIFEST_DIR")).join("schema/rules.schema.json");
-        let fresh = model::json_schema();
-        if std::env::var_os("ENVDOCTOR_UPDATE_SCHEMA").is_some() {
-            let _ = std::fs::write(&path, &fresh);
-        }
-        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            on_disk == fresh,
-            "schema/rules.schema.json is stale: run `ENVDOCTOR_UPDATE_SCHEMA=1 cargo test schema` and commit it"
-        );
+        crate::schema::assert_current("rules.schema.json", &model::json_schema());
     }
 
     fn one(when: &str, message: &str, scope: &str, params: &str) -> RuleSet {

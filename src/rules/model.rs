@@ -298,8 +298,5 @@ pub enum Expect {
 
 /// The JSON Schema of rule files, as checked in at `schema/rules.schema.json`.
 pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(RawFile);
-    let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    s.push('\n');
-    s
+    crate::schema::render::<RawFile>()
 }

@@ -231,10 +231,7 @@ impl Snapshot {
 
 /// The JSON Schema of [`Snapshot`], as checked in at `schema/snapshot.schema.json`.
 pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(Snapshot);
-    let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    s.push('\n');
-    s
+    crate::schema::render::<Snapshot>()
 }
 
 #[cfg(test)]
@@ -243,18 +240,7 @@ mod tests {
 
     #[test]
     fn checked_in_schema_is_current() {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/snapshot.schema.json");
-        let fresh = json_schema();
-        if std::env::var_os("ENVDOCTOR_UPDATE_SCHEMA").is_some() {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &fresh).unwrap();
-        }
-        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            on_disk == fresh,
-            "schema/snapshot.schema.json is stale: run `ENVDOCTOR_UPDATE_SCHEMA=1 cargo test checked_in_schema` and commit it"
-        );
+        crate::schema::assert_current("snapshot.schema.json", &json_schema());
     }
 
     #[test]
