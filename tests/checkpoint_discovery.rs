@@ -57,6 +57,9 @@ fn discovery_is_bounded_and_skips_environments() {
     .unwrap();
     put("venv/lib/m.pt");
     fs::write(p.path().join("venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    // A directory the user marked: test data, never trained from.
+    put("fixtures/broken/m.pt");
+    fs::write(p.path().join("fixtures/.envdoctorignore"), "").unwrap();
     fs::write(p.path().join("README.md"), "not a checkpoint").unwrap();
     // A symlink loop and a symlink to a directory elsewhere: never followed.
     std::os::unix::fs::symlink(p.path(), p.path().join("runs/loop")).unwrap();

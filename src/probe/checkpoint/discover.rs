@@ -2,7 +2,9 @@
 //! [`Limits::max_files`] candidates and [`Limits::max_entries`] directory entries looked at.
 //! Skips hidden directories (`.git`, `.venv`, ...), virtualenvs (directories holding
 //! `pyvenv.cfg`), `node_modules`, `site-packages`, `__pycache__`, cache directories tagged with
-//! `CACHEDIR.TAG` (cargo's `target/`), and never follows a symlinked directory (no loops).
+//! `CACHEDIR.TAG` (cargo's `target/`) or holding a `.envdoctorignore` file (test fixtures, data
+//! you never train from), and never follows a symlinked directory (no loops). A path named with
+//! `--checkpoint` is always inspected.
 
 use crate::root::Root;
 use crate::snapshot::ProbeError;
@@ -87,11 +89,17 @@ pub fn classify_file(path: &Path) -> Option<Candidate> {
 }
 
 /// Directories that hold no checkpoints of the project: the SKIP_DIRS names, hidden directories
-/// (`.git`, `.venv`, `.cache`, ...) and cache directories tagged with `CACHEDIR.TAG` (cargo's
-/// `target/`, ...).
+/// (`.git`, `.venv`, `.cache`, ...), cache directories tagged with `CACHEDIR.TAG` (cargo's
+/// `target/`, ...) and directories a user marked with a `.envdoctorignore` file.
 fn skip_dir(root: &Root, dir: &Path, name: &str) -> bool {
-    SKIP_DIRS.contains(&name) || name.starts_with('.') || root.exists(&dir.join("CACHEDIR.TAG"))
+    SKIP_DIRS.contains(&name)
+        || name.starts_with('.')
+        || root.exists(&dir.join("CACHEDIR.TAG"))
+        || root.exists(&dir.join(IGNORE_MARKER))
 }
+
+/// A file whose presence keeps project discovery out of its directory.
+pub const IGNORE_MARKER: &str = ".envdoctorignore";
 
 /// Walk `dir` within `limits`, appending candidates.
 pub fn walk(
