@@ -18,11 +18,15 @@ use std::time::Duration;
 const EXAMPLES: &str = "\
 Examples:
   envdoctor check                         what will break on this machine, and how to fix it
+  envdoctor check --checkpoint runs/exp1  also: can this environment load that checkpoint?
   envdoctor check --format json           the same as JSON (findings + snapshot), for CI
-  envdoctor snapshot                      facts about this machine, as JSON on stdout
-  envdoctor snapshot -o today.json        ... saved to a file
-  envdoctor snapshot --project ~/proj     also the project's venvs and IDE interpreters
-  envdoctor snapshot --root fixtures/machines/pyenv-shims
+  envdoctor snapshot -o today.json        every fact, saved to a file
+  envdoctor compare yesterday.json today.json
+                                          what drifted, what it will break first
+  envdoctor explain gpu-memory-held-by-other-process
+                                          a rule's symptoms, cause, check and fix
+  envdoctor rules test ./team-rules       run your rules' inline tests
+  envdoctor snapshot --root fixtures/machines/py-pyenv
                                           probe a fake machine laid out under a directory
 
 Exit codes: 0 success, 1 findings (check) or drift (compare), 2 envdoctor could not do its job.";
