@@ -153,12 +153,7 @@ impl Cond {
             }
             Cond::Test { fact, op, .. } => {
                 out.push(fact.text.clone());
-                let operands: Vec<&Operand> = match op {
-                    Op::Equals(o) | Op::NotEquals(o) | Op::Cmp(_, o) | Op::Contains(o) => vec![o],
-                    Op::In(l) | Op::NotIn(l) => l.iter().collect(),
-                    _ => Vec::new(),
-                };
-                for o in operands {
+                for o in op.operands() {
                     if let Operand::Fact(p) = o {
                         out.push(p.text.clone());
                     }
@@ -215,6 +210,17 @@ pub enum Op {
     Contains(Operand),
     /// Empty or not.
     Empty(bool),
+}
+
+impl Op {
+    /// The operands it compares the fact with (none for exists, empty, pep440, matches).
+    pub fn operands(&self) -> Vec<&Operand> {
+        match self {
+            Op::Equals(o) | Op::NotEquals(o) | Op::Cmp(_, o) | Op::Contains(o) => vec![o],
+            Op::In(l) | Op::NotIn(l) => l.iter().collect(),
+            Op::Exists(_) | Op::Empty(_) | Op::Pep440(..) | Op::Matches(_) => Vec::new(),
+        }
+    }
 }
 
 /// A compiled operand.

@@ -574,12 +574,7 @@ impl<'a> Eval<'a, '_> {
                 path,
                 value: raw.cloned().unwrap_or(Value::Null),
             });
-            let operands: Vec<&Operand> = match op {
-                Op::Equals(o) | Op::NotEquals(o) | Op::Cmp(_, o) | Op::Contains(o) => vec![o],
-                Op::In(l) | Op::NotIn(l) => l.iter().collect(),
-                _ => Vec::new(),
-            };
-            for o in operands {
+            for o in op.operands() {
                 if let Operand::Fact(p) = o {
                     if let Some((v, label)) = self.resolve(p) {
                         self.evidence.push(Evidence {
