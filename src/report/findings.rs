@@ -10,7 +10,7 @@ use crate::Snapshot;
 use serde::Serialize;
 
 /// When `check` fails: findings at or above this severity (never: always exit 0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FailOn {
     /// Errors fail the run.
@@ -33,7 +33,7 @@ impl FailOn {
 }
 
 /// Counts per severity, and the verdict.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Summary {
     /// Error findings.
     pub errors: usize,
@@ -75,8 +75,8 @@ impl Summary {
     }
 }
 
-/// The JSON document `check --format json` prints.
-#[derive(Serialize)]
+/// The JSON document `check --format json` prints (`schema/check.schema.json`).
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct CheckReport<'a> {
     /// The envdoctor that wrote it.
     pub envdoctor_version: &'static str,
@@ -441,10 +441,20 @@ pub fn wrap(s: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// The JSON Schema of `check --format json`, as checked in at `schema/check.schema.json`.
+pub fn json_schema() -> String {
+    crate::schema::render::<CheckReport<'static>>()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::rules::Evidence;
+
+    #[test]
+    fn the_checked_in_check_schema_is_current() {
+        crate::schema::assert_current("check.schema.json", &json_schema());
+    }
 
     fn finding(sev: Severity) -> Finding {
         Finding {
