@@ -13,22 +13,9 @@ use envdoctor::root::{Env, Root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// Copy a fixture tree, keeping symlinks as links.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let ft = e.file_type().unwrap();
-        let dst = to.join(e.file_name());
-        if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &dst).unwrap();
-        } else if ft.is_dir() {
-            copy_tree(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), &dst).unwrap();
-        }
-    }
-}
+#[path = "common/machine.rs"]
+mod machine;
+use machine::copy_tree;
 
 fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();

@@ -169,32 +169,13 @@ fn seed_002_cuda_visible_devices_names_a_missing_gpu() {
 
 /// A TF 2.2 install (files in the shape its wheel ships) for a Debian python 3.8.
 fn tf22(m: &Machine) {
-    let marker = m.path("/executed");
-    m.write(
-        "/usr/bin/python3.8",
-        &format!("#!/bin/sh\ntouch {}\n", marker.display()),
-    );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        m.path("/usr/bin/python3.8"),
-        std::fs::Permissions::from_mode(0o755),
+    let site = debian_python(m.root(), "3.8", &[("tensorflow", "2.2.0")]);
+    std::fs::create_dir_all(site.join("tensorflow/python/platform")).unwrap();
+    std::fs::write(
+        site.join("tensorflow/python/platform/build_info.py"),
+        "is_rocm_build = False\nis_cuda_build = True\ncuda_version_number = '10.1'\ncudnn_version_number = '7'\n",
     )
     .unwrap();
-    m.write("/usr/lib/python3.8/os.py", "");
-    m.write("/usr/lib/python3.8/lib-dynload/.keep", "");
-    // Debian's layout: with /usr/lib/python3/dist-packages, /usr/local/.../dist-packages is on
-    // sys.path.
-    m.write("/usr/lib/python3/dist-packages/.keep", "");
-    let site = "/usr/local/lib/python3.8/dist-packages";
-    m.write(
-        &format!("{site}/tensorflow-2.2.0.dist-info/METADATA"),
-        "Metadata-Version: 2.1\nName: tensorflow\nVersion: 2.2.0\n",
-    );
-    m.write(&format!("{site}/tensorflow-2.2.0.dist-info/RECORD"), "");
-    m.write(
-        &format!("{site}/tensorflow/python/platform/build_info.py"),
-        "is_rocm_build = False\nis_cuda_build = True\ncuda_version_number = '10.1'\ncudnn_version_number = '7'\n",
-    );
 }
 
 // Seed 002: `libcupti.so.10.1` was a hand-made link to CUDA 10.2's `libcupti.so.10.2`, and

@@ -15,21 +15,9 @@ use std::time::{Duration, Instant};
 mod pypi;
 use pypi::{need, run};
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let ft = e.file_type().unwrap();
-        let dst = to.join(e.file_name());
-        if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &dst).unwrap();
-        } else if ft.is_dir() {
-            copy_tree(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), &dst).unwrap();
-        }
-    }
-}
+#[path = "common/machine.rs"]
+mod machine;
+use machine::{copy_tree, debian_python};
 
 fn fixture_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -667,26 +655,7 @@ fn tf22_cupti_link_claims_another_version() {
     cc::Lib::new("libcupti.so.10.2")
         .build(&m.join("usr/local/cuda-10.2/extras/CUPTI/lib64/libcupti.so.10.2.75"));
     // A Debian python 3.8 with tensorflow 2.2.0 (files in the shape TF 2.2's wheel ships).
-    std::fs::create_dir_all(m.join("usr/bin")).unwrap();
-    std::fs::write(m.join("usr/bin/python3.8"), "#!/bin/sh\nexit 99\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        m.join("usr/bin/python3.8"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    std::fs::create_dir_all(m.join("usr/lib/python3.8/lib-dynload")).unwrap();
-    std::fs::write(m.join("usr/lib/python3.8/os.py"), "# stdlib landmark\n").unwrap();
-    std::fs::create_dir_all(m.join("usr/lib/python3/dist-packages")).unwrap();
-    let site = m.join("usr/local/lib/python3.8/dist-packages");
-    let dist = site.join("tensorflow-2.2.0.dist-info");
-    std::fs::create_dir_all(&dist).unwrap();
-    std::fs::write(
-        dist.join("METADATA"),
-        "Metadata-Version: 2.1\nName: tensorflow\nVersion: 2.2.0\n",
-    )
-    .unwrap();
-    std::fs::write(dist.join("RECORD"), "").unwrap();
+    let site = debian_python(&m, "3.8", &[("tensorflow", "2.2.0")]);
     std::fs::create_dir_all(site.join("tensorflow/python/platform")).unwrap();
     std::fs::write(
         site.join("tensorflow/python/platform/build_info.py"),
@@ -801,26 +770,7 @@ fn missing_symbol_versions_of_the_winning_copy() {
 fn corrupt_entry_points_are_probe_errors() {
     let t = tempfile::tempdir().unwrap();
     let m = t.path().canonicalize().unwrap().join("m");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(m.join("usr/bin")).unwrap();
-    std::fs::write(m.join("usr/bin/python3.11"), "#!/bin/sh\nexit 99\n").unwrap();
-    std::fs::set_permissions(
-        m.join("usr/bin/python3.11"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    std::fs::create_dir_all(m.join("usr/lib/python3.11/lib-dynload")).unwrap();
-    std::fs::write(m.join("usr/lib/python3.11/os.py"), "#\n").unwrap();
-    std::fs::create_dir_all(m.join("usr/lib/python3/dist-packages")).unwrap();
-    let site = m.join("usr/local/lib/python3.11/dist-packages");
-    let dist = site.join("torch-2.4.1.dist-info");
-    std::fs::create_dir_all(&dist).unwrap();
-    std::fs::write(
-        dist.join("METADATA"),
-        "Metadata-Version: 2.1\nName: torch\nVersion: 2.4.1\n",
-    )
-    .unwrap();
-    std::fs::write(dist.join("RECORD"), "").unwrap();
+    let site = debian_python(&m, "3.11", &[("torch", "2.4.1")]);
     std::fs::create_dir_all(site.join("torch/lib")).unwrap();
     std::fs::write(site.join("torch/version.py"), [0xff, 0xfe, 0x00, 0x01]).unwrap();
     std::fs::write(

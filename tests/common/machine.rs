@@ -184,3 +184,35 @@ pub fn evidence_has(finding: &Value, path_part: &str, value: &Value) -> bool {
         .iter()
         .any(|e| e["path"].as_str().unwrap_or("").contains(path_part) && &e["value"] == value)
 }
+
+/// A Debian-style interpreter in the machine under `root`: a stand-in `/usr/bin/pythonX.Y`
+/// (never run: it would leave `root/executed`), its stdlib landmark, `/usr/lib/python3/
+/// dist-packages` (which puts `/usr/local/lib/pythonX.Y/dist-packages` on sys.path) and the
+/// distributions `packages` (name, version) installed there. Returns that site directory
+/// (a host path), for the framework files a test adds.
+pub fn debian_python(root: &Path, xy: &str, packages: &[(&str, &str)]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let exe = root.join(format!("usr/bin/python{xy}"));
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    std::fs::write(
+        &exe,
+        format!("#!/bin/sh\ntouch {}\n", root.join("executed").display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(root.join(format!("usr/lib/python{xy}/lib-dynload"))).unwrap();
+    std::fs::write(root.join(format!("usr/lib/python{xy}/os.py")), "").unwrap();
+    std::fs::create_dir_all(root.join("usr/lib/python3/dist-packages")).unwrap();
+    let site = root.join(format!("usr/local/lib/python{xy}/dist-packages"));
+    for (name, version) in packages {
+        let dist = site.join(format!("{}-{version}.dist-info", name.replace('-', "_")));
+        std::fs::create_dir_all(&dist).unwrap();
+        std::fs::write(
+            dist.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
+        )
+        .unwrap();
+        std::fs::write(dist.join("RECORD"), "").unwrap();
+    }
+    site
+}
