@@ -66,6 +66,21 @@ impl Out<'_> {
         self.opts.only.is_empty() || self.opts.only.contains(&s)
     }
 
+    /// An entity (a toolkit, a GPU, a checkpoint): facts under it are compared only where it
+    /// exists on both sides, and its own presence is an ML fact (`note`: display context).
+    fn entity(&mut self, section: Section, ent: &str, note: Option<String>) {
+        self.entities.insert(ent.to_string());
+        self.push_full(
+            section,
+            ent.to_string(),
+            "present".into(),
+            true,
+            ValueKind::Text,
+            None,
+            note,
+        );
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn push_full(
         &mut self,
@@ -612,16 +627,7 @@ pub fn flatten(
     let c = &snap.cuda;
     for t in &c.toolkits {
         let ent = format!("cuda.toolkits[{}]", homeless(&t.path));
-        o.entities.insert(ent.clone());
-        o.push_full(
-            S::Cuda,
-            ent.clone(),
-            "present".into(),
-            true,
-            ValueKind::Text,
-            None,
-            None,
-        );
+        o.entity(S::Cuda, &ent, None);
         let sc = Some(ent.as_str());
         o.dotted(S::Cuda, sc, format!("{ent}.version"), &t.version);
         o.dotted(
@@ -754,16 +760,7 @@ pub fn flatten(
     }
     for g in &snap.gpus {
         let ent = format!("gpus[{}]", g.index);
-        o.entities.insert(ent.clone());
-        o.push_full(
-            S::Gpus,
-            ent.clone(),
-            "present".into(),
-            true,
-            ValueKind::Text,
-            None,
-            Some(g.name.clone()),
-        );
+        o.entity(S::Gpus, &ent, Some(g.name.clone()));
         let sc = Some(ent.as_str());
         o.text(S::Gpus, true, sc, format!("{ent}.name"), g.name.clone());
         o.text(
@@ -867,16 +864,7 @@ pub fn flatten(
     // Checkpoints: who wrote them.
     for ck in &snap.checkpoints {
         let ent = format!("checkpoints[{}]", homeless(&ck.path));
-        o.entities.insert(ent.clone());
-        o.push_full(
-            S::Checkpoints,
-            ent.clone(),
-            "present".into(),
-            true,
-            ValueKind::Text,
-            None,
-            None,
-        );
+        o.entity(S::Checkpoints, &ent, None);
         let sc = Some(ent.as_str());
         o.text(
             S::Checkpoints,
