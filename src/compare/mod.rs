@@ -16,8 +16,8 @@
 //! "B will hit …"; the reverse is *fixed*), then ML- and CUDA-relevant facts (torch, tensorflow,
 //! jax, numpy, protobuf, h5py, keras, nvidia-*, the interpreter version, frameworks, libraries,
 //! CUDA, driver, GPUs, CUDA/NCCL/XLA/TF/TORCH variables, checkpoints), then the rest. Verdicts
-//! come from a pluggable function (`verdicts` of [`compare`]) so a rule engine can be wired in
-//! without this module knowing it.
+//! come from a pluggable function (`verdicts` of [`compare`]): the CLI (`cli.rs`) passes the rule
+//! pack, and this module does not depend on the rule engine.
 
 pub mod cli;
 pub mod facts;
@@ -77,7 +77,7 @@ pub type VerdictFn<'a> = dyn Fn(&Snapshot) -> Vec<Verdict> + Sync + 'a;
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Section {
-    /// Rule verdicts (when a rule engine is wired in).
+    /// Rule verdicts: the rule pack's findings on each snapshot (absent with `--no-rules`).
     Verdicts,
     /// Interpreters: which exist, their version, kind, path and roles.
     Pythons,
