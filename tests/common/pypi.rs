@@ -49,3 +49,85 @@ pub fn pip(py: &Path) -> Command {
     ]);
     c
 }
+
+/// Where large PyPI artefacts (whole framework venvs, downloaded wheel files) are kept between
+/// runs, outside the clone: `$ENVDOCTOR_PYPI_CACHE`, else `$XDG_CACHE_HOME/envdoctor-pypi`, else
+/// `~/.cache/envdoctor-pypi`. pip's own download cache (`~/.cache/pip`) sits beside it.
+pub fn cache_dir() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("ENVDOCTOR_PYPI_CACHE") {
+        return d.into();
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("envdoctor-pypi")
+}
+
+/// FNV-1a: a stable name for a requirement set (std's hasher may change between releases).
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// A venv of `python3` with `reqs` installed (pip's resolver, real wheels from PyPI), made once
+/// under [`cache_dir`]`/venvs/` and reused by later tests and runs. Tests must treat it as
+/// read-only: copy what they mutate. It is built in place (its scripts name their real path) under
+/// a lock directory, so concurrent tests wait for one build instead of racing; a build that died
+/// leaves no `.complete` marker and is redone. Returns the venv directory.
+pub fn cached_venv(reqs: &[&str]) -> Result<std::path::PathBuf, String> {
+    let py_version = run(Command::new("python3").args(["-c", "import sys; print(sys.version)"]))?;
+    let key = format!("{}|{}", py_version.trim(), reqs.join(" "));
+    let slug: String = reqs
+        .join("_")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(60)
+        .collect();
+    let venvs = cache_dir().join("venvs");
+    let dir = venvs.join(format!("{slug}-{:016x}", fnv(&key)));
+    let done = dir.join(".complete");
+    std::fs::create_dir_all(&venvs).map_err(|e| format!("{}: {e}", venvs.display()))?;
+    let lock = venvs.join(format!("{slug}-{:016x}.lock", fnv(&key)));
+    let start = std::time::Instant::now();
+    loop {
+        if done.is_file() {
+            return Ok(dir);
+        }
+        if std::fs::create_dir(&lock).is_ok() {
+            break;
+        }
+        // A lock older than 45 minutes belongs to a build that died.
+        let stale = std::fs::metadata(&lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() > 45 * 60);
+        if stale {
+            let _ = std::fs::remove_dir(&lock);
+        } else if start.elapsed().as_secs() > 60 * 60 {
+            return Err(format!("{}: still locked after an hour", lock.display()));
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
+    let built = (|| {
+        if done.is_file() {
+            return Ok(());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        run(Command::new("python3").args(["-m", "venv"]).arg(&dir))?;
+        run(pip(&dir.join("bin/python"))
+            .args(["install", "--timeout", "60"])
+            .args(reqs))?;
+        std::fs::write(&done, &key).map_err(|e| format!("{}: {e}", done.display()))
+    })();
+    let _ = std::fs::remove_dir(&lock);
+    built.map(|()| dir)
+}
