@@ -161,11 +161,30 @@ pub struct CheckArgs {
     #[arg(long = "param", value_name = "RULE.NAME=VALUE")]
     pub params: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
+}
+
+/// `check`'s output formats: the shared ones, and those of CI and fleet tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    /// For a person, aligned, coloured on a terminal.
+    Text,
+    /// Machine-readable JSON (findings + snapshot, schema/check.schema.json).
+    Json,
+    /// Markdown, for a pull-request comment or an issue.
+    Markdown,
+    /// SARIF 2.1.0, for code-scanning dashboards.
+    Sarif,
+    /// JUnit XML: one testcase per rule, failures for findings at or above --fail-on.
+    Junit,
+    /// GitHub Actions workflow commands (`::error file=…,title=…::…`).
+    Github,
+    /// Prometheus text format, for node-exporter's textfile collector.
+    Prometheus,
 }
 
 /// `envdoctor rules ...`.
@@ -342,9 +361,19 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
     let found = rules.check(&snap);
     let summary = Summary::of(&found, &snap, args.fail_on);
     let text = match args.format {
-        Format::Json => findings::json(&found, &summary, &snap),
-        Format::Markdown => findings::markdown(&found, &summary, &snap),
-        Format::Text => findings::text(
+        CheckFormat::Json => findings::json(&found, &summary, &snap),
+        CheckFormat::Markdown => findings::markdown(&found, &summary, &snap),
+        CheckFormat::Sarif => crate::report::sarif::render(rules.rules(), &found, &snap),
+        CheckFormat::Junit => crate::report::junit::render(rules.rules(), &found, &summary, &snap),
+        CheckFormat::Github => crate::report::github::render(&found, &summary, &snap),
+        CheckFormat::Prometheus => crate::report::prometheus::render(
+            rules.rules(),
+            &found,
+            &summary,
+            &snap,
+            crate::report::prometheus::now(),
+        ),
+        CheckFormat::Text => findings::text(
             &found,
             &summary,
             &snap,

@@ -1,0 +1,169 @@
+//! `check --format sarif`: the findings as a SARIF 2.1.0 log, for code-scanning dashboards
+//! (GitHub code scanning, GitLab, Azure DevOps, SonarQube imports).
+//!
+//! One run; `tool.driver.rules` holds every rule evaluated (its title, the `envdoctor explain`
+//! text as help, its first reference as `helpUri`); each finding is a result with its rule, level
+//! (`error`, `warning`, `note`), message (with the fix), and a location: the file behind the
+//! subject where there is one (interpreter, library, checkpoint, framework), else the subject as
+//! a logical location. Probe problems are tool-execution notifications of the invocation.
+
+use super::locate::subject_file;
+use crate::rules::{Finding, Rule, Severity};
+use crate::Snapshot;
+use serde_json::{json, Map, Value};
+
+/// The schema URI written in `$schema` (the OASIS errata 01 text).
+pub const SCHEMA_URI: &str =
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
+
+/// SARIF's name for a severity.
+pub fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+/// The SARIF log of one `check`: `rules` are those evaluated, `findings` what they found.
+pub fn render(rules: &[Rule], findings: &[Finding], snap: &Snapshot) -> String {
+    let mut s = serde_json::to_string_pretty(&log(rules, findings, snap)).unwrap_or_else(|e| {
+        format!("{{\"error\": \"envdoctor could not serialise the SARIF log: {e}\"}}")
+    });
+    s.push('\n');
+    s
+}
+
+/// The SARIF log as JSON.
+pub fn log(rules: &[Rule], findings: &[Finding], snap: &Snapshot) -> Value {
+    let descriptors: Vec<Value> = rules.iter().map(descriptor).collect();
+    let results: Vec<Value> = findings
+        .iter()
+        .map(|f| result(f, rules.iter().position(|r| r.id == f.rule), snap))
+        .collect();
+    let notifications: Vec<Value> = snap
+        .probe_errors
+        .iter()
+        .map(|p| {
+            let mut n = json!({
+                "level": "warning",
+                "message": {"text": format!("{} probe: {}", p.probe, p.message)},
+                "descriptor": {"id": format!("probe/{}", p.probe)},
+            });
+            if let Some(loc) = p.path.as_deref().and_then(physical) {
+                n["locations"] = json!([loc]);
+            }
+            n
+        })
+        .collect();
+    json!({
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "envdoctor",
+                "version": env!("CARGO_PKG_VERSION"),
+                "semanticVersion": env!("CARGO_PKG_VERSION"),
+                "informationUri": env!("CARGO_PKG_REPOSITORY"),
+                "rules": descriptors,
+            }},
+            "invocations": [{
+                "executionSuccessful": true,
+                "toolExecutionNotifications": notifications,
+            }],
+            "results": results,
+            "properties": {
+                "collected_at": snap.collected_at,
+                "hostname": snap.host.hostname,
+                "root": snap.root,
+            },
+        }],
+    })
+}
+
+/// `tool.driver.rules[]`: a reportingDescriptor for one rule.
+fn descriptor(r: &Rule) -> Value {
+    let help = crate::rules::explain::render(r);
+    let mut d = json!({
+        "id": r.id,
+        "shortDescription": {"text": r.title},
+        "fullDescription": {"text": r.explain.why.as_deref().map(str::trim).unwrap_or(&r.title)},
+        "help": {"text": help, "markdown": help},
+        "defaultConfiguration": {"level": level(r.severity)},
+        "properties": {"tags": ["envdoctor", r.scope.as_str()], "references": r.references},
+    });
+    if let Some(uri) = r.references.iter().find(|u| url::Url::parse(u).is_ok()) {
+        d["helpUri"] = json!(uri);
+    }
+    d
+}
+
+fn result(f: &Finding, rule_index: Option<usize>, snap: &Snapshot) -> Value {
+    let mut r = Map::new();
+    r.insert("ruleId".into(), json!(f.rule));
+    if let Some(i) = rule_index {
+        r.insert("ruleIndex".into(), json!(i));
+    }
+    r.insert("level".into(), json!(level(f.severity)));
+    r.insert(
+        "message".into(),
+        json!({"text": format!("{}\nFix: {}", f.message, f.fix)}),
+    );
+    let location = match &f.subject {
+        Some(subject) => match subject_file(snap, subject).as_deref().and_then(physical) {
+            Some(mut loc) => {
+                loc["logicalLocations"] = json!([{"fullyQualifiedName": subject}]);
+                Some(loc)
+            }
+            None => Some(json!({"logicalLocations": [{"fullyQualifiedName": subject}]})),
+        },
+        None => None,
+    };
+    if let Some(loc) = location {
+        r.insert("locations".into(), json!([loc]));
+    }
+    let evidence: Map<String, Value> = f
+        .evidence
+        .iter()
+        .map(|e| (e.path.clone(), e.value.clone()))
+        .collect();
+    r.insert(
+        "properties".into(),
+        json!({
+            "title": f.title,
+            "subject": f.subject,
+            "fix": f.fix,
+            "evidence": evidence,
+            "references": f.references,
+        }),
+    );
+    Value::Object(r)
+}
+
+/// A location naming a file by its `file://` URI (machine paths are absolute).
+fn physical(path: &str) -> Option<Value> {
+    let uri = url::Url::from_file_path(path).ok()?;
+    Some(json!({"physicalLocation": {"artifactLocation": {"uri": uri.as_str()}}}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_follow_sarif_names() {
+        assert_eq!(level(Severity::Error), "error");
+        assert_eq!(level(Severity::Warning), "warning");
+        assert_eq!(level(Severity::Info), "note");
+    }
+
+    #[test]
+    fn file_uris_are_percent_encoded() {
+        let loc = physical("/home/a b/proj/.venv/bin/python").unwrap();
+        assert_eq!(
+            loc["physicalLocation"]["artifactLocation"]["uri"],
+            "file:///home/a%20b/proj/.venv/bin/python"
+        );
+        assert!(physical("relative/path").is_none());
+    }
+}
