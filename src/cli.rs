@@ -363,7 +363,9 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
     let text = match args.format {
         CheckFormat::Json => findings::json(&found, &summary, &snap),
         CheckFormat::Markdown => findings::markdown(&found, &summary, &snap),
-        CheckFormat::Sarif => crate::report::sarif::render(rules.rules(), &found, &snap),
+        CheckFormat::Sarif => {
+            crate::report::sarif::render(rules.rules(), &found, &snap, sarif_base(&args).as_deref())
+        }
         CheckFormat::Junit => crate::report::junit::render(rules.rules(), &found, &summary, &snap),
         CheckFormat::Github => crate::report::github::render(&found, &summary, &snap),
         CheckFormat::Prometheus => crate::report::prometheus::render(
@@ -384,6 +386,19 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
     };
     out(&text)?;
     Ok(if summary.failed { 1 } else { 0 })
+}
+
+/// The project directory SARIF locations are relative to: only when probing this machine (a
+/// snapshot or a `--root` speaks of another machine's paths).
+fn sarif_base(args: &CheckArgs) -> Option<PathBuf> {
+    if args.from.is_some() || args.probe.root != Path::new("/") {
+        return None;
+    }
+    let dir = match &args.probe.project {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().ok()?,
+    };
+    std::path::absolute(dir).ok()
 }
 
 fn load_for_files(paths: &[PathBuf], extra: &[PathBuf]) -> Result<RuleSet, Error> {

@@ -314,7 +314,7 @@ fn slurm_check_drains_the_node_with_the_finding_as_reason() {
 fn unit_value(unit: &str, key: &str) -> String {
     unit.lines()
         .filter_map(|l| l.strip_prefix(&format!("{key}=")))
-        .last()
+        .next_back()
         .unwrap_or_else(|| panic!("no {key}="))
         .to_string()
 }

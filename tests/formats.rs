@@ -694,3 +694,52 @@ fn prometheus_gpu_memory_matches_the_snapshot() {
     }
     assert_eq!(seen.len(), 2);
 }
+
+#[test]
+fn sarif_locations_inside_the_project_are_relative_to_srcroot() {
+    let Some(py) = validators() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("proj");
+    std::fs::create_dir_all(project.join("runs")).unwrap();
+    // A zip header and nothing else: a checkpoint torch cannot read.
+    std::fs::write(project.join("runs/bad model.pt"), b"PK\x03\x04garbage").unwrap();
+    let out = std::process::Command::new(bin())
+        .current_dir(&project)
+        .args([
+            "check",
+            "--checkpoint",
+            "runs/bad model.pt",
+            "--format",
+            "sarif",
+        ])
+        .output()
+        .unwrap();
+    let sarif: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let run = &sarif["runs"][0];
+    let base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        uri_path(base).trim_end_matches('/'),
+        std::path::absolute(&project).unwrap().to_string_lossy()
+    );
+    let res = run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ruleId"] == "ckpt-unreadable")
+        .unwrap_or_else(|| panic!("{run}"));
+    assert_eq!(
+        res["locations"][0]["physicalLocation"]["artifactLocation"],
+        serde_json::json!({"uri": "runs/bad%20model.pt", "uriBaseId": "%SRCROOT%"})
+    );
+    let p = dir.path().join("project.sarif");
+    std::fs::write(&p, &out.stdout).unwrap();
+    let (code, out, err) = python(
+        &py,
+        SARIF_VALIDATE,
+        &[OASIS_SCHEMA_SHA256, p.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+}

@@ -6,11 +6,17 @@
 //! (`error`, `warning`, `note`), message (with the fix), and a location: the file behind the
 //! subject where there is one (interpreter, library, checkpoint, framework), else the subject as
 //! a logical location. Probe problems are tool-execution notifications of the invocation.
+//!
+//! Files inside the project directory (a project venv's interpreter, a checkpoint in the
+//! repository) are written relative to `%SRCROOT%`, which `originalUriBaseIds` maps to the
+//! project, so code-scanning services can place them in the repository; other files are
+//! absolute `file://` URIs.
 
 use super::locate::subject_file;
 use crate::rules::{Finding, Rule, Severity};
 use crate::Snapshot;
 use serde_json::{json, Map, Value};
+use std::path::Path;
 
 /// The schema URI written in `$schema` (the OASIS errata 01 text).
 pub const SCHEMA_URI: &str =
@@ -25,21 +31,39 @@ pub fn level(s: Severity) -> &'static str {
     }
 }
 
-/// The SARIF log of one `check`: `rules` are those evaluated, `findings` what they found.
-pub fn render(rules: &[Rule], findings: &[Finding], snap: &Snapshot) -> String {
-    let mut s = serde_json::to_string_pretty(&log(rules, findings, snap)).unwrap_or_else(|e| {
-        format!("{{\"error\": \"envdoctor could not serialise the SARIF log: {e}\"}}")
-    });
+/// The base id relative locations use.
+pub const SRCROOT: &str = "%SRCROOT%";
+
+/// The SARIF log of one `check`: `rules` are those evaluated, `findings` what they found,
+/// `project` the project directory (a machine path) when there is one.
+pub fn render(
+    rules: &[Rule],
+    findings: &[Finding],
+    snap: &Snapshot,
+    project: Option<&Path>,
+) -> String {
+    let mut s =
+        serde_json::to_string_pretty(&log(rules, findings, snap, project)).unwrap_or_else(|e| {
+            format!("{{\"error\": \"envdoctor could not serialise the SARIF log: {e}\"}}")
+        });
     s.push('\n');
     s
 }
 
 /// The SARIF log as JSON.
-pub fn log(rules: &[Rule], findings: &[Finding], snap: &Snapshot) -> Value {
+pub fn log(rules: &[Rule], findings: &[Finding], snap: &Snapshot, project: Option<&Path>) -> Value {
+    let base = project.and_then(|p| url::Url::from_directory_path(p).ok());
     let descriptors: Vec<Value> = rules.iter().map(descriptor).collect();
     let results: Vec<Value> = findings
         .iter()
-        .map(|f| result(f, rules.iter().position(|r| r.id == f.rule), snap))
+        .map(|f| {
+            result(
+                f,
+                rules.iter().position(|r| r.id == f.rule),
+                snap,
+                base.as_ref(),
+            )
+        })
         .collect();
     let notifications: Vec<Value> = snap
         .probe_errors
@@ -50,16 +74,13 @@ pub fn log(rules: &[Rule], findings: &[Finding], snap: &Snapshot) -> Value {
                 "message": {"text": format!("{} probe: {}", p.probe, p.message)},
                 "descriptor": {"id": format!("probe/{}", p.probe)},
             });
-            if let Some(loc) = p.path.as_deref().and_then(physical) {
+            if let Some(loc) = p.path.as_deref().and_then(|f| physical(f, base.as_ref())) {
                 n["locations"] = json!([loc]);
             }
             n
         })
         .collect();
-    json!({
-        "$schema": SCHEMA_URI,
-        "version": "2.1.0",
-        "runs": [{
+    let mut run = json!({
             "tool": {"driver": {
                 "name": "envdoctor",
                 "version": env!("CARGO_PKG_VERSION"),
@@ -77,8 +98,11 @@ pub fn log(rules: &[Rule], findings: &[Finding], snap: &Snapshot) -> Value {
                 "hostname": snap.host.hostname,
                 "root": snap.root,
             },
-        }],
-    })
+    });
+    if let Some(b) = &base {
+        run["originalUriBaseIds"] = json!({SRCROOT: {"uri": b.as_str()}});
+    }
+    json!({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]})
 }
 
 /// `tool.driver.rules[]`: a reportingDescriptor for one rule.
@@ -98,7 +122,12 @@ fn descriptor(r: &Rule) -> Value {
     d
 }
 
-fn result(f: &Finding, rule_index: Option<usize>, snap: &Snapshot) -> Value {
+fn result(
+    f: &Finding,
+    rule_index: Option<usize>,
+    snap: &Snapshot,
+    base: Option<&url::Url>,
+) -> Value {
     let mut r = Map::new();
     r.insert("ruleId".into(), json!(f.rule));
     if let Some(i) = rule_index {
@@ -110,7 +139,10 @@ fn result(f: &Finding, rule_index: Option<usize>, snap: &Snapshot) -> Value {
         json!({"text": format!("{}\nFix: {}", f.message, f.fix)}),
     );
     let location = match &f.subject {
-        Some(subject) => match subject_file(snap, subject).as_deref().and_then(physical) {
+        Some(subject) => match subject_file(snap, subject)
+            .as_deref()
+            .and_then(|p| physical(p, base))
+        {
             Some(mut loc) => {
                 loc["logicalLocations"] = json!([{"fullyQualifiedName": subject}]);
                 Some(loc)
@@ -140,10 +172,21 @@ fn result(f: &Finding, rule_index: Option<usize>, snap: &Snapshot) -> Value {
     Value::Object(r)
 }
 
-/// A location naming a file by its `file://` URI (machine paths are absolute).
-fn physical(path: &str) -> Option<Value> {
+/// A location naming a file: relative to [`SRCROOT`] when it is inside `base`, else by its
+/// `file://` URI (machine paths are absolute).
+fn physical(path: &str, base: Option<&url::Url>) -> Option<Value> {
     let uri = url::Url::from_file_path(path).ok()?;
-    Some(json!({"physicalLocation": {"artifactLocation": {"uri": uri.as_str()}}}))
+    let inside = base.and_then(|b| {
+        uri.as_str()
+            .starts_with(b.as_str())
+            .then(|| b.make_relative(&uri))
+            .flatten()
+    });
+    let artifact = match inside {
+        Some(rel) if !rel.is_empty() => json!({"uri": rel, "uriBaseId": SRCROOT}),
+        _ => json!({"uri": uri.as_str()}),
+    };
+    Some(json!({"physicalLocation": {"artifactLocation": artifact}}))
 }
 
 #[cfg(test)]
@@ -159,11 +202,27 @@ mod tests {
 
     #[test]
     fn file_uris_are_percent_encoded() {
-        let loc = physical("/home/a b/proj/.venv/bin/python").unwrap();
+        let loc = physical("/home/a b/proj/.venv/bin/python", None).unwrap();
         assert_eq!(
             loc["physicalLocation"]["artifactLocation"]["uri"],
             "file:///home/a%20b/proj/.venv/bin/python"
         );
-        assert!(physical("relative/path").is_none());
+        assert!(physical("relative/path", None).is_none());
+    }
+
+    #[test]
+    fn files_in_the_project_are_relative_to_srcroot() {
+        let base = url::Url::from_directory_path("/home/a b/proj").unwrap();
+        let loc = physical("/home/a b/proj/runs/m 1.pt", Some(&base)).unwrap();
+        assert_eq!(
+            loc["physicalLocation"]["artifactLocation"],
+            json!({"uri": "runs/m%201.pt", "uriBaseId": "%SRCROOT%"})
+        );
+        // A sibling directory sharing the prefix is outside.
+        let loc = physical("/home/a b/project2/x", Some(&base)).unwrap();
+        assert_eq!(
+            loc["physicalLocation"]["artifactLocation"],
+            json!({"uri": "file:///home/a%20b/project2/x"})
+        );
     }
 }
