@@ -294,7 +294,22 @@ const JUNIT_READ: &str = r#"
 import json, sys
 import xml.etree.ElementTree as ET
 from junitparser import JUnitXml, Failure
-ET.parse(sys.argv[1])  # well-formed
+root = ET.parse(sys.argv[1]).getroot()  # well-formed
+# The shape of the common JUnit XSD: the attributes it requires, and where elements go.
+def need(el, *attrs):
+    missing = [a for a in attrs if not el.get(a)]
+    if missing:
+        sys.exit(f"<{el.tag}> lacks {missing}")
+assert root.tag == "testsuites", root.tag
+for suite in root:
+    assert suite.tag == "testsuite", suite.tag
+    need(suite, "name", "package", "id", "timestamp", "hostname", "tests", "failures", "errors", "time")
+    assert [c.tag for c in suite][0] == "properties"
+    assert [c.tag for c in suite][-2:] == ["system-out", "system-err"]
+    for case in suite.iter("testcase"):
+        need(case, "name", "classname", "time")
+        for f in case.iter("failure"):
+            need(f, "message", "type")
 xml = JUnitXml.fromfile(sys.argv[1])
 suites = []
 for suite in xml:
