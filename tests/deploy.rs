@@ -555,3 +555,45 @@ fn action_parses_its_steps_are_bash_and_the_check_step_annotates() {
     assert_eq!(code, Some(0));
     assert_eq!(outputs, "exit-code=0\n");
 }
+
+#[test]
+fn deploy_scripts_and_action_steps_pass_shellcheck() {
+    let Some(shellcheck) = need_tool("shellcheck", "shellcheck") else {
+        return;
+    };
+    let mut scripts: Vec<PathBuf> = ["kubernetes", "slurm", "systemd"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(deploy(d)).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sh"))
+        .collect();
+    scripts.sort();
+    assert_eq!(scripts.len(), 3, "{scripts:?}");
+    let out = Command::new(&shellcheck).args(&scripts).output().unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    // The Action's run steps, as the bash GitHub runs them with.
+    if let Some(py) = validators() {
+        let action = &yaml_docs(&py, &repo().join("action.yml"))[0];
+        for step in action["runs"]["steps"].as_array().unwrap() {
+            let mut child = Command::new(&shellcheck)
+                .args(["--shell=bash", "-"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(step["run"].as_str().unwrap().as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+}
