@@ -178,6 +178,27 @@ fn sarif_validates_against_the_oasis_schema_and_carries_each_finding() {
                 }
             }
         }
+        // Fingerprints: one per (rule, subject), the same on the next run.
+        let prints = |s: &Value| -> Vec<String> {
+            s["runs"][0]["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    r["partialFingerprints"]["envdoctorSubject/v1"]
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
+        };
+        let first = prints(&sarif);
+        assert_eq!(
+            first.iter().collect::<BTreeSet<_>>().len(),
+            first.len(),
+            "{name}"
+        );
+        assert_eq!(prints(&sarif_of(name, &[])), first, "{name}");
         let p = dir.path().join(format!("{name}.sarif"));
         std::fs::write(&p, serde_json::to_string(&sarif).unwrap()).unwrap();
         files.push(p);

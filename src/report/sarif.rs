@@ -134,6 +134,13 @@ fn result(
         r.insert("ruleIndex".into(), json!(i));
     }
     r.insert("level".into(), json!(level(f.severity)));
+    // The same rule on the same subject is the same alert from run to run (code scanning
+    // cannot fingerprint files outside the repository by their content).
+    let key = format!("{}\0{}", f.rule, f.subject.as_deref().unwrap_or(""));
+    r.insert(
+        "partialFingerprints".into(),
+        json!({"envdoctorSubject/v1": format!("{:016x}", fnv1a(&key))}),
+    );
     r.insert(
         "message".into(),
         json!({"text": format!("{}\nFix: {}", f.message, f.fix)}),
@@ -172,6 +179,13 @@ fn result(
     Value::Object(r)
 }
 
+/// FNV-1a 64: a stable hash (std's hasher may change between releases).
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// A location naming a file: relative to [`SRCROOT`] when it is inside `base`, else by its
 /// `file://` URI (machine paths are absolute).
 fn physical(path: &str, base: Option<&url::Url>) -> Option<Value> {
@@ -198,6 +212,13 @@ mod tests {
         assert_eq!(level(Severity::Error), "error");
         assert_eq!(level(Severity::Warning), "warning");
         assert_eq!(level(Severity::Info), "note");
+    }
+
+    #[test]
+    fn fingerprints_are_stable() {
+        // The published FNV-1a 64 test vectors.
+        assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
     }
 
     #[test]
