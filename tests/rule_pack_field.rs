@@ -403,8 +403,9 @@ fn ctranslate2_4_without_cuda12_cublas() {
 
 // transformers silently disabling an old torch (XiaoxinHe/G-Retriever#48; minimum read from the
 // wheels), torchvision of another torch (pytorch/vision#1405), tensorflow-text of another TF
-// minor (keras-team/keras-hub#2159), both onnxruntime wheels (microsoft/onnxruntime#26996):
-// one fake machine with four broken venvs, one with their healthy twins.
+// minor (keras-team/keras-hub#2159), both onnxruntime wheels (microsoft/onnxruntime#26996),
+// TensorFlow Addons under Keras 3 (tensorflow/addons#2865), the Trainer without accelerate
+// (huggingface/blog#1445): one fake machine with six broken venvs, one with their healthy twins.
 #[test]
 fn framework_companion_versions() {
     let mut m = Machine::new();
@@ -428,9 +429,23 @@ fn framework_companion_versions() {
         "/opt/ort",
         &[("onnxruntime", "1.16.1"), ("onnxruntime-gpu", "1.16.1")],
     );
+    m.venv(
+        "3.11",
+        "/opt/tfa",
+        &[
+            ("tensorflow", "2.18.0"),
+            ("keras", "3.8.0"),
+            ("tensorflow-addons", "0.23.0"),
+        ],
+    );
+    m.venv(
+        "3.11",
+        "/opt/trn",
+        &[("transformers", "4.33.2"), ("torch", "2.0.1")],
+    );
     m.env(
         "PATH",
-        "/opt/hf/bin:/opt/tv/bin:/opt/tft/bin:/opt/ort/bin:/usr/bin:/bin",
+        "/opt/hf/bin:/opt/tv/bin:/opt/tft/bin:/opt/ort/bin:/opt/tfa/bin:/opt/trn/bin:/usr/bin:/bin",
     );
     let (code, report) = m.check(&[]);
     assert_eq!(code, 1);
@@ -475,9 +490,27 @@ fn framework_companion_versions() {
         &[("tensorflow", "2.19.0"), ("tensorflow-text", "2.19.0")],
     );
     twin.venv("3.11", "/opt/ort", &[("onnxruntime-gpu", "1.16.1")]);
+    twin.venv(
+        "3.11",
+        "/opt/tfa",
+        &[
+            ("tensorflow", "2.15.1"),
+            ("keras", "2.15.0"),
+            ("tensorflow-addons", "0.23.0"),
+        ],
+    );
+    twin.venv(
+        "3.11",
+        "/opt/trn",
+        &[
+            ("transformers", "4.33.2"),
+            ("torch", "2.0.1"),
+            ("accelerate", "0.24.1"),
+        ],
+    );
     twin.env(
         "PATH",
-        "/opt/hf/bin:/opt/tv/bin:/opt/tft/bin:/opt/ort/bin:/usr/bin:/bin",
+        "/opt/hf/bin:/opt/tv/bin:/opt/tft/bin:/opt/ort/bin:/opt/tfa/bin:/opt/trn/bin:/usr/bin:/bin",
     );
     let (_, report) = twin.check(&[]);
     for rule in [
@@ -485,9 +518,16 @@ fn framework_companion_versions() {
         "torchvision-built-for-other-torch",
         "tensorflow-text-other-tensorflow-minor",
         "onnxruntime-cpu-and-gpu-wheels-both",
+        "tensorflow-addons-with-keras3",
     ] {
         assert!(findings_of(&report, rule).is_empty(), "{rule}");
     }
+    assert!(about(
+        &report,
+        "transformers-trainer-without-accelerate",
+        "/opt/trn/bin/python"
+    )
+    .is_empty());
 }
 
 // torch.compile on Python 3.12 with torch 2.3 (pytorch/pytorch#120233): the venv's pyvenv.cfg
