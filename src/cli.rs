@@ -172,7 +172,13 @@ pub struct CheckArgs {
     pub expect_gpu: bool,
     /// What must work here besides the defaults (comma-separated): `gpu`, `profiler` (a missing
     /// CUPTI becomes an error; profiler variables such as KINETO_USE_DAEMON imply it).
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "WHAT", env = "ENVDOCTOR_EXPECT")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "WHAT",
+        env = "ENVDOCTOR_EXPECT"
+    )]
     pub expect: Vec<Expectation>,
 }
 

@@ -90,7 +90,10 @@ mod tests {
         assert!(e.profiler && !e.gpu);
         assert_eq!(e.reasons, vec!["env KINETO_USE_DAEMON".to_string()]);
         let mut quiet = Expect::default();
-        quiet.from_env(&BTreeMap::from([("TF_CPP_MIN_LOG_LEVEL".into(), "2".into())]));
+        quiet.from_env(&BTreeMap::from([(
+            "TF_CPP_MIN_LOG_LEVEL".into(),
+            "2".into(),
+        )]));
         assert!(quiet.is_default());
         quiet.given(true, false, "--expect-gpu");
         assert!(quiet.gpu && !quiet.profiler);

@@ -63,7 +63,10 @@ const FAMILIES: &[(&str, &[&str])] = &[
             "opencv-contrib-python-headless",
         ],
     ),
-    ("cupy", &["cupy", "cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x"]),
+    (
+        "cupy",
+        &["cupy", "cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x"],
+    ),
 ];
 
 /// Packages that decide how training code behaves, beyond the families: an IDE interpreter
@@ -106,8 +109,7 @@ pub fn family(name: &str) -> Option<&'static str> {
         return Some(f);
     }
     // Nightly and vendor builds not listed by name.
-    if name.starts_with("tf-nightly") || name.starts_with("tensorflow-") && name.ends_with("-gpu")
-    {
+    if name.starts_with("tf-nightly") || name.starts_with("tensorflow-") && name.ends_with("-gpu") {
         return Some("tensorflow");
     }
     None
@@ -175,12 +177,11 @@ pub fn assign_roles(pythons: &mut [Python]) {
         &["python", "python3"],
     );
     let pip = first_on_path(pythons, &[SourceKind::PipShebang], &["pip", "pip3"]);
-    let has = |py: &Python, kinds: &[SourceKind]| py.sources.iter().any(|s| kinds.contains(&s.kind));
+    let has =
+        |py: &Python, kinds: &[SourceKind]| py.sources.iter().any(|s| kinds.contains(&s.kind));
     let job = pythons
         .iter()
-        .position(|p| {
-            p.exists && has(p, &[SourceKind::VirtualEnv, SourceKind::CondaPrefix])
-        })
+        .position(|p| p.exists && has(p, &[SourceKind::VirtualEnv, SourceKind::CondaPrefix]))
         .or_else(|| {
             pythons.iter().position(|p| {
                 p.exists
@@ -205,7 +206,11 @@ pub fn assign_roles(pythons: &mut [Python]) {
         }
         if has(
             py,
-            &[SourceKind::Vscode, SourceKind::Pycharm, SourceKind::JupyterKernel],
+            &[
+                SourceKind::Vscode,
+                SourceKind::Pycharm,
+                SourceKind::JupyterKernel,
+            ],
         ) {
             py.roles.push(PythonRole::Ide);
         }
@@ -354,7 +359,10 @@ mod tests {
                 "/usr/bin/python3",
                 &[
                     (SourceKind::Path, "python3 (PATH entry 1: /usr/bin)"),
-                    (SourceKind::PipShebang, "pip3 (PATH entry 1: /usr/bin): #!/usr/bin/python3"),
+                    (
+                        SourceKind::PipShebang,
+                        "pip3 (PATH entry 1: /usr/bin): #!/usr/bin/python3",
+                    ),
                 ],
                 &[],
             ),
@@ -363,7 +371,10 @@ mod tests {
                 &[
                     (SourceKind::VirtualEnv, "VIRTUAL_ENV=/v"),
                     (SourceKind::Path, "python (PATH entry 0: /v/bin)"),
-                    (SourceKind::PipShebang, "pip (PATH entry 0: /v/bin): #!/v/bin/python"),
+                    (
+                        SourceKind::PipShebang,
+                        "pip (PATH entry 0: /v/bin): #!/v/bin/python",
+                    ),
                 ],
                 &[],
             ),
@@ -420,14 +431,18 @@ mod tests {
         assert_eq!(d.ml_missing.len(), 1);
         assert_eq!(d.ml_missing[0].name, "torch");
         assert_eq!(d.other_count, 2);
-        assert_eq!(d.other_first, vec!["idna".to_string(), "requests".to_string()]);
+        assert_eq!(
+            d.other_first,
+            vec!["idna".to_string(), "requests".to_string()]
+        );
     }
 
     #[test]
     fn ide_drift_is_linear_in_interpreters() {
         // 1,500 kernels, each with 200 packages: one map per kernel, not a pass per pair.
-        let pkgs: Vec<(String, String)> =
-            (0..200).map(|i| (format!("p{i}"), "1.0".to_string())).collect();
+        let pkgs: Vec<(String, String)> = (0..200)
+            .map(|i| (format!("p{i}"), "1.0".to_string()))
+            .collect();
         let refs: Vec<(&str, &str)> = pkgs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
         let mut ps = vec![py(
             "/v/bin/python",
