@@ -168,7 +168,7 @@ pub struct CheckArgs {
     pub fail_on: FailOn,
     /// Jobs here must use a GPU: a missing GPU library is an error even on a machine without one
     /// (a CI runner checking a GPU image). Same as `--expect gpu`.
-    #[arg(long, env = "ENVDOCTOR_EXPECT_GPU")]
+    #[arg(long, env = "ENVDOCTOR_EXPECT_GPU", value_parser = clap::builder::BoolishValueParser::new())]
     pub expect_gpu: bool,
     /// What must work here besides the defaults (comma-separated): `gpu`, `profiler` (a missing
     /// CUPTI becomes an error; profiler variables such as KINETO_USE_DAEMON imply it).
