@@ -116,6 +116,14 @@ fn expect_gpu_makes_missing_cuda_libraries_errors_on_a_cpu_runner() {
             .contains("libcupti.so.11.0"));
         assert_eq!(report["snapshot"]["expect"]["gpu"], true);
     }
+
+    // A GPU image checked on a runner without the driver: libcuda.so.1 comes from the GPU host
+    // at run time, so its absence is not the image's fault; the toolkit's gaps still are.
+    std::fs::remove_file(m.join("usr/lib/x86_64-linux-gnu/libcuda.so.455.23.05")).unwrap();
+    let (_, report) = check_root(&m, &ld, &["--expect-gpu"]);
+    let missing = sonames(&report, "cuda-library-not-found");
+    assert!(!about(&missing, "libcuda.so.1"), "{missing:?}");
+    assert!(about(&missing, "libcusolver.so.10"), "{missing:?}");
 }
 
 #[test]
