@@ -509,3 +509,40 @@ fn bad_expectations_are_bad_cli_input() {
         assert!(err.contains("expect"), "{err}");
     }
 }
+
+#[test]
+fn rules_lint_warns_on_unquoted_versions_that_yaml_turns_into_other_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let rule = |version: &str| {
+        format!(
+            "rules:\n  - id: team-cuda-12-10\n    title: t\n    severity: warning\n    scope: machine\n    \
+             when: {{fact: cuda.toolkits, cast: length, gte: 1}}\n    \
+             message: \"{{{{cuda.default_toolkit}}}}\"\n    fix: f\n    \
+             references: [https://example.org/issue/1]\n    tests:\n      \
+             - name: fires\n        facts: {{cuda: {{toolkits: [{{path: /c, source: x, version: {version}}}]}}}}\n        expect: fire\n      \
+             - name: quiet\n        facts: {{cuda: {{toolkits: []}}}}\n        expect: quiet\n"
+        )
+    };
+    let lint = |text: &str| {
+        let f = dir.path().join("team.yaml");
+        std::fs::write(&f, text).unwrap();
+        let out = Command::cargo_bin("envdoctor")
+            .unwrap()
+            .args(["rules", "lint"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, text) = lint(&rule("12.10"));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("team.yaml:12:") && text.contains("`12.10`") && text.contains("12.1;"),
+        "{text}"
+    );
+    let (code, text) = lint(&rule("\"12.10\""));
+    assert_eq!(code, Some(0), "{text}");
+}
