@@ -108,8 +108,8 @@ pub fn family(name: &str) -> Option<&'static str> {
     if let Some((f, _)) = FAMILIES.iter().find(|(_, names)| names.contains(&name)) {
         return Some(f);
     }
-    // Nightly and vendor builds not listed by name.
-    if name.starts_with("tf-nightly") || name.starts_with("tensorflow-") && name.ends_with("-gpu") {
+    // Nightly variants not listed by name (`tf-nightly-rocm`).
+    if name.starts_with("tf-nightly-") {
         return Some("tensorflow");
     }
     None
@@ -349,6 +349,8 @@ mod tests {
         assert_eq!(family("tf-keras"), None);
         assert_eq!(family("tensorflow-probability"), None);
         assert_eq!(family("tensorboard"), None);
+        assert_eq!(family("tensorflow-serving-api-gpu"), None);
+        assert_eq!(family("tf-nightly-rocm"), Some("tensorflow"));
         assert!(is_ml("tf-keras") && is_ml("nvidia-cudnn-cu12") && !is_ml("requests"));
     }
 
