@@ -166,6 +166,29 @@ pub struct CheckArgs {
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
+    /// Jobs here must use a GPU: a missing GPU library is an error even on a machine without one
+    /// (a CI runner checking a GPU image). Same as `--expect gpu`.
+    #[arg(long, env = "ENVDOCTOR_EXPECT_GPU", value_parser = clap::builder::BoolishValueParser::new())]
+    pub expect_gpu: bool,
+    /// What must work here besides the defaults (comma-separated): `gpu`, `profiler` (a missing
+    /// CUPTI becomes an error; profiler variables such as KINETO_USE_DAEMON imply it).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "WHAT",
+        env = "ENVDOCTOR_EXPECT"
+    )]
+    pub expect: Vec<Expectation>,
+}
+
+/// `--expect` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Expectation {
+    /// GPU jobs (as `--expect-gpu`).
+    Gpu,
+    /// Profiling (CUPTI).
+    Profiler,
 }
 
 /// `check`'s output formats: the shared ones, and those of CI and fleet tools.
@@ -358,6 +381,18 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
         }
         None => probe::collect(args.probe.to_options()?),
     };
+    let mut snap = snap;
+    snap.expect.from_env(&snap.env);
+    if args.expect_gpu {
+        snap.expect
+            .given(true, false, "--expect-gpu / ENVDOCTOR_EXPECT_GPU");
+    }
+    for e in &args.expect {
+        match e {
+            Expectation::Gpu => snap.expect.given(true, false, "--expect gpu"),
+            Expectation::Profiler => snap.expect.given(false, true, "--expect profiler"),
+        }
+    }
     let found = rules.check(&snap);
     let summary = Summary::of(&found, &snap, args.fail_on);
     let text = match args.format {
