@@ -32,7 +32,10 @@ pub fn lossy_numbers(text: &str) -> Vec<LossyNumber> {
         if opens_block {
             block = Some(indent);
         }
-        for t in tokens {
+        for (key, t) in tokens {
+            if is_measure(&key) {
+                continue;
+            }
             if let Some(read_as) = lossy(&t) {
                 out.push(LossyNumber {
                     line: i,
@@ -43,6 +46,25 @@ pub fn lossy_numbers(text: &str) -> Vec<LossyNumber> {
         }
     }
     out
+}
+
+/// Keys that hold measurements, not versions (`memory_used_percent: 22.0` means 22): a fact
+/// named with a unit is compared as a number, so its YAML float is what the author meant.
+fn is_measure(key: &str) -> bool {
+    const UNITS: &[&str] = &[
+        "_percent",
+        "_mib",
+        "_gib",
+        "_mb",
+        "_gb",
+        "_bytes",
+        "_seconds",
+        "_secs",
+        "_ms",
+        "_ratio",
+        "threshold",
+    ];
+    UNITS.iter().any(|u| key.ends_with(u))
 }
 
 fn lossy(token: &str) -> Option<String> {
@@ -57,24 +79,27 @@ fn lossy(token: &str) -> Option<String> {
     (shown != t).then_some(shown)
 }
 
-/// The plain scalars of one line (flow collections split on `[]{},`, keys split off at `: `),
-/// and whether the line opens a block scalar (`key: >-`, `- |`).
-fn plain_tokens(line: &str) -> (Vec<String>, bool) {
+/// The plain scalars of one line with the key each one is the value of (flow collections split
+/// on `[]{},`, keys split off at `: `), and whether the line opens a block scalar (`key: >-`,
+/// `- |`).
+fn plain_tokens(line: &str) -> (Vec<(String, String)>, bool) {
     let mut tokens = Vec::new();
+    let mut key = String::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
     let mut last_value = String::new();
     let chars: Vec<char> = line.chars().collect();
     let mut i = 0;
-    let flush = |cur: &mut String, tokens: &mut Vec<String>, last: &mut String| {
-        let t = cur.trim();
-        let t = t.strip_prefix("- ").unwrap_or(t).trim();
-        if !t.is_empty() {
-            tokens.push(t.to_string());
-            *last = t.to_string();
-        }
-        cur.clear();
-    };
+    let flush =
+        |cur: &mut String, key: &str, tokens: &mut Vec<(String, String)>, last: &mut String| {
+            let t = cur.trim();
+            let t = t.strip_prefix("- ").unwrap_or(t).trim();
+            if !t.is_empty() {
+                tokens.push((key.to_string(), t.to_string()));
+                *last = t.to_string();
+            }
+            cur.clear();
+        };
     while i < chars.len() {
         let c = chars[i];
         match quote {
@@ -96,9 +121,13 @@ fn plain_tokens(line: &str) -> (Vec<String>, bool) {
                     quote = Some(c);
                 }
                 '#' if i == 0 || chars[i - 1].is_whitespace() => break,
-                '[' | ']' | '{' | '}' | ',' => flush(&mut cur, &mut tokens, &mut last_value),
+                '[' | ']' | '{' | '}' | ',' => {
+                    flush(&mut cur, &key, &mut tokens, &mut last_value);
+                    key.clear();
+                }
                 ':' if chars.get(i + 1).is_none_or(|n| n.is_whitespace()) => {
                     // A key: not a value.
+                    key = cur.trim().trim_start_matches("- ").trim().to_string();
                     cur.clear();
                 }
                 _ => cur.push(c),
@@ -106,7 +135,7 @@ fn plain_tokens(line: &str) -> (Vec<String>, bool) {
         }
         i += 1;
     }
-    flush(&mut cur, &mut tokens, &mut last_value);
+    flush(&mut cur, &key, &mut tokens, &mut last_value);
     let opens_block = quote.is_none()
         && matches!(
             last_value.as_str(),
@@ -145,5 +174,12 @@ mod tests {
         assert_eq!(written(yaml), vec![(4, "12.10".into(), "12.1".into())]);
         assert_eq!(written("- 1.10\n"), vec![(0, "1.10".into(), "1.1".into())]);
         assert!(written("key: [a, b]\n  v: 2.15.0\n  n: 40960\n").is_empty());
+    }
+
+    #[test]
+    fn measurements_with_a_unit_are_not_versions() {
+        let yaml = "live: {memory_used_mib: 9000, memory_used_percent: 22.0, x: 1.10}
+";
+        assert_eq!(written(yaml), vec![(0, "1.10".into(), "1.1".into())]);
     }
 }
