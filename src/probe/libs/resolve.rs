@@ -11,12 +11,12 @@
 //! that an older `libnvJitLink.so.12` lacks: knowledge.md B23).
 
 use crate::probe::libs::frameworks::{family, implied_family, soname_major, Scan};
-use crate::probe::libs::search::{Loader, Object, Requester};
+use crate::probe::libs::search::{Loader, Object, Preload, Requester};
 use crate::probe::libs::{elf, links};
 use crate::root::Root;
 use crate::snapshot::libs::{Candidate, Library, LinkHop};
 use crate::snapshot::{ProbeError, Python};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 const PROBE: &str = "libs";
@@ -74,7 +74,52 @@ fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// Resolve every library the frameworks of `python` want (and their implied CUDA family).
+/// One library waiting to be resolved, with who asks.
+struct Item {
+    lib: Library,
+    req: Requester,
+    req_path: PathBuf,
+}
+
+/// The names a resolved CUDA-family library hands to `dlopen` itself, read from its file:
+/// nvrtc's `libnvrtc-builtins.so.X.Y`, cuDNN's sub-libraries (`libcudnn_graph.so` + its major,
+/// named in `libcudnn.so.N` and `libcudnn_graph.so.N`).
+fn dlopen_names(root: &Root, soname: &str, real: &Path) -> Vec<String> {
+    use crate::probe::libs::frameworks::strings::{find_strings, soname_byte};
+    match family(soname) {
+        Some("nvrtc") => find_strings(root, real, b"libnvrtc-builtins.so.", soname_byte, 64)
+            .into_iter()
+            .map(|s| s.trim_end_matches('.').to_string())
+            .filter(|s| soname_major(s).is_some())
+            .collect(),
+        // The dispatcher loads the graph library, which loads the engines and heuristics.
+        Some("cudnn")
+            if soname.starts_with("libcudnn.so.") || soname.starts_with("libcudnn_graph.so.") =>
+        {
+            let Some(major) = soname_major(soname) else {
+                return Vec::new();
+            };
+            let mut v: Vec<String> = find_strings(root, real, b"libcudnn_", soname_byte, 64)
+                .into_iter()
+                .filter_map(|s| {
+                    let stem = s.split(".so").next()?.to_string();
+                    let ok = stem.len() > "libcudnn_".len()
+                        && stem["libcudnn_".len()..]
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c == '_');
+                    ok.then(|| format!("{stem}.so.{major}"))
+                })
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Resolve every library the frameworks of `python` want (and their implied CUDA family), then
+/// what those libraries need in turn (`transitive`).
 pub fn resolve_python(
     root: &Root,
     loader: &Loader,
@@ -92,6 +137,24 @@ pub fn resolve_python(
         None => Object::bare(&py_path),
     }
     .main_executable();
+
+    // What the frameworks' own code loaded by path: it wins later requests for its soname.
+    let mut loaded: Vec<Preload> = Vec::new();
+    for scan in scans {
+        for p in &scan.framework.preloads {
+            if !loaded
+                .iter()
+                .any(|l| l.soname.as_deref() == Some(&p.soname))
+            {
+                loaded.push(Preload {
+                    name: p.path.clone(),
+                    path: PathBuf::from(&p.path),
+                    soname: Some(p.soname.clone()),
+                });
+            }
+        }
+    }
+    let loader = &loader.clone().with_framework_loaded(loaded);
 
     // soname -> (library skeleton, requester)
     let mut wanted: BTreeMap<String, (Library, PathBuf)> = BTreeMap::new();
@@ -114,13 +177,32 @@ pub fn resolve_python(
             });
             e.0.wanted_by.push(scan.label());
         }
+        for p in &scan.framework.preloads {
+            let e = wanted.entry(p.soname.clone()).or_insert_with(|| {
+                (
+                    Library {
+                        soname: p.soname.clone(),
+                        reason: "preloaded".into(),
+                        ..Default::default()
+                    },
+                    py_path.clone(),
+                )
+            });
+            e.0.wanted_by.push(scan.label());
+        }
     }
     for scan in scans {
         let fw = &scan.framework;
         if fw.is_cuda_build == Some(false) {
             continue;
         }
-        let asked: Vec<&str> = fw.wants.iter().filter_map(|w| family(&w.soname)).collect();
+        let asked: Vec<&str> = fw
+            .wants
+            .iter()
+            .map(|w| w.soname.as_str())
+            .chain(fw.preloads.iter().map(|p| p.soname.as_str()))
+            .filter_map(family)
+            .collect();
         for so in implied_family(fw.cuda_major, fw.cudnn_major) {
             // What the framework itself asks for beats what its CUDA release implies.
             if family(&so).is_some_and(|f| asked.contains(&f)) {
@@ -147,17 +229,35 @@ pub fn resolve_python(
         }
     }
 
-    let mut out = Vec::new();
-    for (soname, (mut lib, req_path)) in wanted {
-        lib.python = Some(python.path.clone());
-        lib.family = family(&soname).map(String::from);
-        lib.requester = s(&req_path);
+    let mut queue: VecDeque<Item> = VecDeque::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for (soname, (lib, req_path)) in wanted {
         let req_info = memo.get(root, &req_path, errors);
         let req_obj = match &req_info {
             Some(i) => Object::from_elf(&req_path, i),
             None => Object::bare(&req_path),
         };
-        let req = Requester::new(req_obj).loaded_by(py_obj.clone());
+        let req = if req_path == py_path {
+            Requester::new(py_obj.clone())
+        } else {
+            Requester::new(req_obj).loaded_by(py_obj.clone())
+        };
+        seen.insert(soname);
+        queue.push_back(Item { lib, req, req_path });
+    }
+
+    let mut out = Vec::new();
+    while let Some(Item {
+        mut lib,
+        req,
+        req_path,
+    }) = queue.pop_front()
+    {
+        let soname = lib.soname.clone();
+        lib.python = Some(python.path.clone());
+        lib.family = family(&soname).map(String::from);
+        lib.requester = s(&req_path);
+        let req_info = memo.get(root, &req_path, errors);
         let res = loader.resolve(&soname, &req);
         lib.resolves = res.resolves();
         lib.error = res.error.clone();
@@ -204,6 +304,28 @@ pub fn resolve_python(
                 }
                 // What it needs from its own dependencies.
                 let child = req.child(Object::from_elf(p, &info));
+                // Transitive: the CUDA-family libraries it loads in turn.
+                let next: Vec<String> = info
+                    .needed
+                    .iter()
+                    .filter(|n| family(n).is_some())
+                    .cloned()
+                    .chain(dlopen_names(root, &soname, &real))
+                    .collect();
+                for n in next {
+                    if seen.insert(n.clone()) {
+                        queue.push_back(Item {
+                            lib: Library {
+                                soname: n,
+                                reason: "transitive".into(),
+                                wanted_by: lib.wanted_by.clone(),
+                                ..Default::default()
+                            },
+                            req: child.clone(),
+                            req_path: p.clone(),
+                        });
+                    }
+                }
                 for need in &info.version_needs {
                     let r = loader.resolve(&need.file, &child);
                     let Some(dp) = r.path.filter(|_| r.error.is_none()) else {
