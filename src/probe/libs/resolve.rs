@@ -191,6 +191,9 @@ pub fn resolve_python(
             e.0.wanted_by.push(scan.label());
         }
     }
+    // The CUDA family a release implies comes after everything asked for and its transitive
+    // needs (a library that is both is resolved from the object that really asks).
+    let mut implied: BTreeMap<String, (Library, PathBuf)> = BTreeMap::new();
     for scan in scans {
         let fw = &scan.framework;
         if fw.is_cuda_build == Some(false) {
@@ -208,7 +211,10 @@ pub fn resolve_python(
             if family(&so).is_some_and(|f| asked.contains(&f)) {
                 continue;
             }
-            wanted.entry(so.clone()).or_insert_with(|| {
+            if wanted.contains_key(&so) {
+                continue;
+            }
+            implied.entry(so.clone()).or_insert_with(|| {
                 (
                     Library {
                         soname: so,
@@ -231,10 +237,9 @@ pub fn resolve_python(
 
     let mut queue: VecDeque<Item> = VecDeque::new();
     let mut seen: HashSet<String> = HashSet::new();
-    for (soname, (lib, req_path)) in wanted {
-        let req_info = memo.get(root, &req_path, errors);
-        let req_obj = match &req_info {
-            Some(i) => Object::from_elf(&req_path, i),
+    let mut item = |lib: Library, req_path: PathBuf, errors: &mut Vec<ProbeError>| {
+        let req_obj = match memo.get(root, &req_path, errors) {
+            Some(i) => Object::from_elf(&req_path, &i),
             None => Object::bare(&req_path),
         };
         let req = if req_path == py_path {
@@ -242,17 +247,31 @@ pub fn resolve_python(
         } else {
             Requester::new(req_obj).loaded_by(py_obj.clone())
         };
+        Item { lib, req, req_path }
+    };
+    for (soname, (lib, req_path)) in wanted {
         seen.insert(soname);
-        queue.push_back(Item { lib, req, req_path });
+        queue.push_back(item(lib, req_path, errors));
     }
+    let mut implied: VecDeque<Item> = implied
+        .into_values()
+        .map(|(lib, req_path)| item(lib, req_path, errors))
+        .collect();
 
     let mut out = Vec::new();
     while let Some(Item {
         mut lib,
         req,
         req_path,
-    }) = queue.pop_front()
-    {
+    }) = queue.pop_front().or_else(|| {
+        // Then the implied family, unless a transitive need already resolved the soname.
+        while let Some(i) = implied.pop_front() {
+            if seen.insert(i.lib.soname.clone()) {
+                return Some(i);
+            }
+        }
+        None
+    }) {
         let soname = lib.soname.clone();
         lib.python = Some(python.path.clone());
         lib.family = family(&soname).map(String::from);

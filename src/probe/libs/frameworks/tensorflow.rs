@@ -18,7 +18,8 @@
 //!   `_pywrap_tensorflow_internal.so`: glibc applies that object's RUNPATH, nobody else's. The
 //!   same symbols say which libraries this build can load at all (2.21 has no cuRAND loader,
 //!   so `TF_CURAND_VERSION` in its header asks for nothing). When no loader symbol is readable
-//!   every library of the header is taken as wanted by `libtensorflow_framework`.
+//!   every library of the header is taken as wanted by `libtensorflow_framework`. NCCL and
+//!   NVSHMEM, which it loads only for collectives, are not counted as wanted.
 
 use super::{c_define, family, file_names, needed_of, py_value, read_text, want, PyValue, Scan};
 use crate::probe::libs::elf;
@@ -28,7 +29,7 @@ use crate::snapshot::ProbeError;
 use std::path::{Path, PathBuf};
 
 /// `DsoLoader::Get<Name>DsoHandle` names → the CUDA-family stem they open.
-const LOADERS: &[(&str, &str)] = &[
+pub const LOADERS: &[(&str, &str)] = &[
     ("CudaDriver", "cuda"),
     ("CudaRuntime", "cudart"),
     ("Cublas", "cublas"),
@@ -237,18 +238,6 @@ pub(super) fn scan(
                 _ => (cuda.clone(), "TF_CUDA_VERSION"),
             };
             want(fw, format!("libcupti.so.{v}"), format!("{hp} {why}"), &req);
-        }
-        let ev = |n: &str| {
-            format!(
-                "DsoLoader::Get{n}DsoHandle defined in {}",
-                req.to_string_lossy()
-            )
-        };
-        if loaders.iter().any(|l| l == "Nccl") {
-            want(fw, "libnccl.so.2".into(), ev("Nccl"), &req);
-        }
-        if loaders.iter().any(|l| l == "Nvshmem") {
-            want(fw, "libnvshmem_host.so.3".into(), ev("Nvshmem"), &req);
         }
     } else if let Some(cuda) = fw
         .cuda_version
