@@ -76,16 +76,22 @@ fn major_from_name(s: &str) -> Option<u64> {
 }
 
 /// Scan `pkg` for CUDA-linked extensions; `budget` counts files read across the interpreter.
+/// A package that ships one variant per CUDA release (bitsandbytes' `libbitsandbytes_cuda118.so`
+/// … `_cuda126.so`) loads the one matching the runtime it finds (torch's CUDA): only the
+/// variants of `runtime_major` count, and none when it is unknown (the evidence says why).
 pub(super) fn scan(
     root: &Root,
     pkg: &Package,
     fw: &mut Framework,
+    runtime_major: Option<u64>,
     budget: &mut usize,
     errors: &mut Vec<ProbeError>,
 ) -> bool {
     if pkg.name.starts_with("nvidia-") {
         return false;
     }
+    // (object, its CUDA major, its wants)
+    let mut objects: Vec<(PathBuf, Option<u64>, Vec<crate::snapshot::libs::Wanted>)> = Vec::new();
     for so in shared_objects(root, pkg) {
         if *budget >= MAX_FILES {
             break;
@@ -94,17 +100,40 @@ pub(super) fn scan(
             continue;
         }
         *budget += 1;
-        let before = fw.wants.len();
-        needed_of(root, &so, fw, errors);
-        if fw.wants.len() > before {
-            fw.entry_points.push(so.to_string_lossy().into_owned());
+        let mut one = Framework::default();
+        needed_of(root, &so, &mut one, errors);
+        if one.uses_pip_nvidia {
+            fw.uses_pip_nvidia = true;
+        }
+        if !one.wants.is_empty() {
+            let m = major_from_wants(&one);
+            objects.push((so, m, one.wants));
         }
     }
-    if fw.wants.is_empty() {
+    if objects.is_empty() {
         return false;
+    }
+    let mut majors: Vec<u64> = objects.iter().filter_map(|o| o.1).collect();
+    majors.sort();
+    majors.dedup();
+    if majors.len() > 1 {
+        let list: Vec<String> = majors.iter().map(|m| m.to_string()).collect();
+        fw.evidence.push(format!(
+            "variants: objects for CUDA {} (one is loaded, by the runtime it finds)",
+            list.join(", ")
+        ));
+        match runtime_major.filter(|m| majors.contains(m)) {
+            Some(m) => objects.retain(|o| o.1.is_none_or(|x| x == m)),
+            None => objects.clear(),
+        }
+    }
+    for (so, _, wants) in objects {
+        fw.entry_points.push(so.to_string_lossy().into_owned());
+        fw.wants.extend(wants);
     }
     fw.is_cuda_build = Some(true);
     fw.cuda_major = major_from_wants(fw)
+        .or_else(|| (majors.len() == 1).then(|| majors[0]))
         .or_else(|| major_from_name(&pkg.name))
         .or_else(|| pkg.local.as_deref().and_then(major_from_name))
         .or_else(|| {

@@ -191,6 +191,7 @@ pub fn scan_python(
     }
     .main_executable();
     let mut ext_budget = 0usize;
+    let mut extensions: Vec<&Package> = Vec::new();
     let nvidia_installed: Vec<String> = python
         .packages
         .iter()
@@ -199,6 +200,25 @@ pub fn scan_python(
         .collect();
     let mut out = Vec::new();
     let mut seen_dirs: Vec<PathBuf> = Vec::new();
+    let base = |pkg: &Package, kind: &str, location: &str| {
+        let local = pkg.version.split_once('+').map(|(_, l)| l.to_string());
+        Framework {
+            python: python.path.clone(),
+            name: kind.to_string(),
+            version: pkg.version.clone(),
+            location: location.to_string(),
+            local_version: local.or_else(|| pkg.local.clone()),
+            nvidia_requirements: pkg
+                .requires
+                .iter()
+                .filter(|r| r.trim_start().starts_with("nvidia-"))
+                .map(|r| r.split(';').next().unwrap_or(r).trim().to_string())
+                .collect(),
+            nvidia_installed: nvidia_installed.clone(),
+            cuda_major: cuda_major_from_name(&pkg.name),
+            ..Default::default()
+        }
+    };
     for pkg in &python.packages {
         let (kind, modules) = kind_of(pkg).unwrap_or(("cuda-extension", Vec::new()));
         let site = PathBuf::from(&pkg.location);
@@ -221,23 +241,7 @@ pub fn scan_python(
             }
             seen_dirs.push(dir.clone());
         }
-        let local = pkg.version.split_once('+').map(|(_, l)| l.to_string());
-        let mut fw = Framework {
-            python: python.path.clone(),
-            name: kind.to_string(),
-            version: pkg.version.clone(),
-            location: dir.to_string_lossy().into_owned(),
-            local_version: local.or_else(|| pkg.local.clone()),
-            nvidia_requirements: pkg
-                .requires
-                .iter()
-                .filter(|r| r.trim_start().starts_with("nvidia-"))
-                .map(|r| r.split(';').next().unwrap_or(r).trim().to_string())
-                .collect(),
-            nvidia_installed: nvidia_installed.clone(),
-            cuda_major: cuda_major_from_name(&pkg.name),
-            ..Default::default()
-        };
+        let mut fw = base(pkg, kind, &dir.to_string_lossy());
         let mut scan = Scan {
             dlopen_requester: dir.clone(),
             ..Default::default()
@@ -252,13 +256,9 @@ pub fn scan_python(
                 }
             }
             "cuda-extension" => {
-                if !extension::scan(root, pkg, &mut fw, &mut ext_budget, errors) {
-                    continue;
-                }
-                fw.location = pkg.metadata.clone();
-                if let Some(first) = fw.entry_points.first() {
-                    scan.dlopen_requester = PathBuf::from(first);
-                }
+                // After the frameworks: a per-CUDA variant follows their CUDA.
+                extensions.push(pkg);
+                continue;
             }
             "onnxruntime" => {
                 read_assignments(
@@ -313,6 +313,34 @@ pub fn scan_python(
         }
         // Own copies: the framework's lib dir and pip's nvidia/*/lib beside it.
         scan.extra_dirs.push((dir.join("lib"), "framework".into()));
+        scan.extra_dirs
+            .extend(crate::probe::libs::search::pip_nvidia_dirs(root, &site));
+        if !fw.nvidia_requirements.is_empty() {
+            fw.uses_pip_nvidia = true;
+        }
+        derive(&mut fw);
+        scan.framework = fw;
+        out.push(scan);
+    }
+    let runtime_major = out
+        .iter()
+        .find(|s| s.framework.name == "torch")
+        .or_else(|| out.first())
+        .and_then(|s| s.framework.cuda_major);
+    for pkg in extensions {
+        let site = PathBuf::from(&pkg.location);
+        let mut fw = base(pkg, "cuda-extension", &pkg.metadata);
+        if !extension::scan(root, pkg, &mut fw, runtime_major, &mut ext_budget, errors) {
+            continue;
+        }
+        let mut scan = Scan {
+            dlopen_requester: fw
+                .entry_points
+                .first()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| site.clone()),
+            ..Default::default()
+        };
         scan.extra_dirs
             .extend(crate::probe::libs::search::pip_nvidia_dirs(root, &site));
         if !fw.nvidia_requirements.is_empty() {
