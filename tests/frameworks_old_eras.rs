@@ -85,6 +85,7 @@ fn wants(fw: &Value) -> Vec<String> {
         .map(|w| w["soname"].as_str().unwrap().to_string())
         .collect();
     v.sort();
+    v.dedup();
     v
 }
 
@@ -202,4 +203,134 @@ fn tensorflow_2_1_math_libraries_use_the_lib_version() {
             "libcusparse.so.10",
         ],
     );
+}
+
+/// A fake machine with `members` of a torch wheel.
+fn torch_machine(whl: &Path, version: &str, members: &[&str]) -> Machine {
+    let mut m = Machine::new();
+    m.active_venv("3.7", "/venv", &[]);
+    m.write(
+        &format!("{SITE}/torch-{version}.dist-info/METADATA"),
+        &format!("Metadata-Version: 2.1\nName: torch\nVersion: {version}\n"),
+    );
+    unzip(&m, whl, members);
+    m
+}
+
+fn library<'a>(report: &'a Value, soname: &str) -> &'a Value {
+    report["snapshot"]["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["soname"] == soname)
+        .unwrap_or_else(|| panic!("no {soname}: {:#}", report["snapshot"]["libraries"]))
+}
+
+#[test]
+fn torch_1_8_cu102_bundles_cudart_under_an_auditwheel_name() {
+    let Some(whl) = wheel(
+        "torch==1.8.1",
+        "torch-1.8.1-cp37-cp37m-manylinux1_x86_64.whl",
+    ) else {
+        return;
+    };
+    let m = torch_machine(
+        &whl,
+        "1.8.1+cu102",
+        &[
+            "torch/version.py",
+            "torch/lib/libc10_cuda.so",
+            "torch/lib/libcudart-80664282.so.10.2",
+            "torch/lib/libtorch_python.so",
+        ],
+    );
+    let (_, report) = m.check(&[]);
+    let t = framework(&report, "torch");
+    assert_eq!(t["cuda_version"], "10.2");
+    assert_eq!(t["cuda_major"], 10);
+    let archs: Vec<&str> = t["compute_capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(archs, ["sm_37", "sm_50", "sm_60", "sm_70"]);
+    // The bundled copies keep auditwheel's names in DT_NEEDED (NVTX too).
+    assert_eq!(
+        wants(t),
+        ["libcudart-80664282.so.10.2", "libnvToolsExt-3965bdd0.so.1"]
+    );
+    let rt = library(&report, "libcudart-80664282.so.10.2");
+    assert_eq!(rt["family"], "cudart");
+    assert_eq!(rt["resolves"], true);
+    assert_eq!(rt["found_via"], "runpath");
+    assert_eq!(
+        rt["requester"],
+        format!("{SITE}/torch/lib/libc10_cuda.so").as_str()
+    );
+    assert_eq!(rt["elf"]["soname"], "libcudart.so.10.2");
+}
+
+#[test]
+fn torch_1_13_cu117_gets_cublas_and_cudnn_from_pip_nvidia() {
+    let Some(whl) = wheel(
+        "torch==1.13.1",
+        "torch-1.13.1-cp37-cp37m-manylinux1_x86_64.whl",
+    ) else {
+        return;
+    };
+    let mut m = torch_machine(
+        &whl,
+        "1.13.1+cu117",
+        &[
+            "torch/version.py",
+            "torch/__init__.py",
+            "torch/lib/libtorch_global_deps.so",
+            "torch/lib/libtorch_python.so",
+        ],
+    );
+    m.write(
+        &format!("{SITE}/torch-1.13.1+cu117.dist-info/METADATA"),
+        "Metadata-Version: 2.1\nName: torch\nVersion: 1.13.1+cu117\nRequires-Dist: nvidia-cudnn-cu11 (==8.5.0.96) ; platform_system == \"Linux\"\nRequires-Dist: nvidia-cublas-cu11 (==11.10.3.66) ; platform_system == \"Linux\"\n",
+    );
+    m.env("PWD", "/work");
+    let (_, report) = m.check(&[]);
+    let t = framework(&report, "torch");
+    assert_eq!(t["cuda_version"], "11.7");
+    assert_eq!(t["cudnn_version"], "8.5");
+    assert_eq!(t["uses_pip_nvidia"], true);
+    assert_eq!(
+        wants(t),
+        [
+            "libcublas.so.11",
+            "libcudnn.so.8",
+            "libnvToolsExt-847d78f2.so.1"
+        ]
+    );
+    assert!(t["compute_capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "sm_86"));
+    // The wheels are not installed: libtorch_global_deps fails to load, and torch's 1.13
+    // fallback (`_preload_cuda_deps` over sys.path) finds nothing either.
+    assert!(t.get("preloads").is_none(), "{t:#}");
+    assert_eq!(library(&report, "libcublas.so.11")["resolves"], false);
+    // With the cuBLAS wheel's directory in the working directory (sys.path[0]), the fallback
+    // loads it by path: the 1.13 preload, read from its own __init__.py.
+    m.write("/work/nvidia/cublas/lib/libcublas.so.11", "");
+    let lib = m.path("/work/nvidia/cublas/lib/libcublas.so.11");
+    std::fs::copy(
+        m.path(&format!("{SITE}/torch/lib/libtorch_global_deps.so")),
+        &lib,
+    )
+    .unwrap();
+    let (_, report) = m.check(&[]);
+    let t = framework(&report, "torch");
+    let p = &t["preloads"][0];
+    assert_eq!(
+        p["path"], "/work/nvidia/cublas/lib/libcublas.so.11",
+        "{t:#}"
+    );
+    assert_eq!(p["sys_path_index"], 0);
 }

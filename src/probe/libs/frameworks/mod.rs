@@ -69,9 +69,15 @@ pub const CUDA_FAMILY: &[&str] = &[
 ];
 
 /// The CUDA-family name of a soname or file name (`libcusolver.so.10` → `cusolver`; cuDNN's
-/// sub-libraries `libcudnn_ops.so.9` → `cudnn`), when it is one.
+/// sub-libraries `libcudnn_ops.so.9` → `cudnn`; auditwheel's renamed bundled copies
+/// `libcudart-80664282.so.10.2` → `cudart`), when it is one.
 pub fn family(name: &str) -> Option<&'static str> {
     let stem = name.strip_prefix("lib")?.split(".so").next()?;
+    // auditwheel's bundled copies: `libcudart-80664282.so.10.2`.
+    let stem = match stem.rsplit_once('-') {
+        Some((s, h)) if h.len() == 8 && h.bytes().all(|b| b.is_ascii_hexdigit()) => s,
+        _ => stem,
+    };
     if let Some(f) = CUDA_FAMILY.iter().find(|f| **f == stem) {
         return Some(f);
     }
@@ -669,6 +675,8 @@ mod tests {
         assert_eq!(family("libcudnn_ops.so.9"), Some("cudnn"));
         assert_eq!(family("libcublasLt.so.12"), Some("cublasLt"));
         assert_eq!(family("libtorch_cuda.so"), None);
+        assert_eq!(family("libcudart-80664282.so.10.2"), Some("cudart"));
+        assert_eq!(family("libnvrtc-builtins.so.13.2"), Some("nvrtc-builtins"));
         assert_eq!(soname_major("libcudart.so.11.0"), Some(11));
         assert_eq!(soname_major("libnvrtc.so"), None);
         assert_eq!(cuda_major_from_name("cupy-cuda12x"), Some(12));

@@ -55,6 +55,23 @@ pub struct Plan {
 /// dict items and direct calls alike), first occurrence kept.
 pub fn preload_pairs(text: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
+    // 1.13: `os.path.join(nvidia_path, 'cublas', 'lib', 'libcublas.so.11')`.
+    for (i, _) in text.match_indices("os.path.join(nvidia_path,") {
+        let args: Vec<&str> = text[i..]
+            .split_once('(')
+            .and_then(|(_, r)| r.split_once(')'))
+            .map(|(a, _)| {
+                a.split(',')
+                    .map(|x| x.trim().trim_matches(['\'', '"']))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let [_, folder, "lib", name] = args.as_slice() {
+            if !out.iter().any(|(_, n)| n == name) {
+                out.push((folder.to_string(), name.to_string()));
+            }
+        }
+    }
     let b = text.as_bytes();
     let quoted = |i: usize| -> Option<(String, usize)> {
         let q = *b.get(i)?;
@@ -78,6 +95,7 @@ pub fn preload_pairs(text: &str) -> Vec<(String, String)> {
                 }
                 if let Some((second, _)) = quoted(j) {
                     let folder_ok = !first.is_empty()
+                        && first != "lib"
                         && first.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
                     if folder_ok && second.starts_with("lib") && second.contains(".so") {
                         if !out.iter().any(|(_, n)| *n == second) {
@@ -348,6 +366,22 @@ mod tests {
         assert_eq!(p.mode, Mode::CudartFromPip);
         assert_eq!(p.specs.len(), 1);
         assert!(plan_from_init("import os\n", Path::new("/x"), None, Path::new("/t")).is_none());
+        let t113 = "def _preload_cuda_deps():\n        cublas_path = os.path.join(nvidia_path, 'cublas', 'lib', 'libcublas.so.11')\n        cudnn_path = os.path.join(nvidia_path, 'cudnn', 'lib', 'libcudnn.so.8')\n";
+        let p =
+            plan_from_init(t113, Path::new("/t/__init__.py"), Some(11), Path::new("/t")).unwrap();
+        assert_eq!(p.mode, Mode::OnError);
+        let names: Vec<(&str, &str)> = p
+            .specs
+            .iter()
+            .map(|s| (s.dirs[0].as_str(), s.pattern.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("nvidia/cublas/lib", "libcublas.so.11"),
+                ("nvidia/cudnn/lib", "libcudnn.so.8")
+            ]
+        );
         assert!(is_arch_list("sm_75 sm_80 sm_86 sm_90 sm_100 sm_120"));
         assert!(is_arch_list("sm_50 sm_90a compute_90"));
         assert!(!is_arch_list("sm_80"));
