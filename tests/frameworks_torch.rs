@@ -83,6 +83,15 @@ fn prediction_equals_the_real_import() {
         .collect();
     assert!(archs.contains(&"sm_90"), "{archs:?}");
     assert_eq!(t["cudnn_version"], "9.26");
+    // Its own wheels: nothing foreign; the cuDNN wheel's version is on record.
+    assert!(t["preloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["foreign"] == false));
+    let cudnn = lib("libcudnn.so.9");
+    assert_eq!(cudnn["package"], "nvidia-cudnn-cu13");
+    assert_eq!(cudnn["package_version"], "9.26.0.51");
 }
 
 /// The real list `torch.cuda.get_arch_list()` returns is the one read from libtorch_python.so.
@@ -140,6 +149,15 @@ fn stray_nvidia_dir_in_the_working_dir_wins() {
         .unwrap();
     assert_eq!(p["sys_path_index"], 0);
     assert_eq!(p["path"], stray.to_str().unwrap());
+    assert_eq!(p["foreign"], true);
+    // The rule says so.
+    let report = fw::check(&venv, &cwd, &[], &[]);
+    let ids = fw::finding_ids(&report);
+    assert!(
+        ids.iter()
+            .any(|i| i == "framework-preloads-foreign-cuda-library"),
+        "{ids:?}"
+    );
 }
 
 /// The same stray directory in a PYTHONPATH entry wins too (PYTHONPATH precedes site-packages).

@@ -83,6 +83,11 @@ pub struct FrameworkPreload {
     pub pattern: String,
     /// The code the rule was read from (`.../torch/__init__.py _preload_cuda_deps`).
     pub evidence: String,
+    /// True when the entry is not the site-packages the framework itself is installed in
+    /// (the working directory, a PYTHONPATH entry, another site): a copy the framework's own
+    /// wheels did not put there.
+    #[serde(default)]
+    pub foreign: bool,
 }
 
 /// One soname a framework will ask for.
@@ -155,6 +160,13 @@ pub struct Library {
     /// The version the real file's name says (`10.2` in `libcupti.so.10.2`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_version: Option<String>,
+    /// The pip distribution whose `site-packages/nvidia/<name>/lib` holds the real file
+    /// (`nvidia-cudnn-cu12`), when one of the interpreter's packages matches the directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// That distribution's version (`9.1.0.70`): the library's version known without loading it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_version: Option<String>,
     /// True when a link's name claims another version than its target.
     #[serde(default)]
     pub version_mismatch: bool,

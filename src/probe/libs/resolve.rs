@@ -74,6 +74,35 @@ fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// The pip `nvidia-*` distribution (name, version) whose `site-packages/nvidia/<dir>/lib`
+/// holds `real`: `nvidia-<dir>-cuNN` or `nvidia-<dir>` with `_` read as `-` (`cuda_runtime` →
+/// `nvidia-cuda-runtime-cu12`). The shared `nvidia/cu13` directory holds several: none.
+fn pip_package_of(python: &Python, real: &Path) -> Option<(String, String)> {
+    let lib_dir = real.parent()?;
+    if lib_dir.file_name()? != "lib" {
+        return None;
+    }
+    let dir = lib_dir.parent()?;
+    if dir.parent()?.file_name()? != "nvidia" {
+        return None;
+    }
+    let site = dir.parent()?.parent()?.to_string_lossy().into_owned();
+    let name = dir.file_name()?.to_string_lossy().replace('_', "-");
+    let base = format!("nvidia-{name}");
+    python
+        .packages
+        .iter()
+        .filter(|p| p.location == site)
+        .find(|p| {
+            p.name == base
+                || p.name
+                    .strip_prefix(&base)
+                    .and_then(|r| r.strip_prefix("-cu"))
+                    .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map(|p| (p.name.clone(), p.version.clone()))
+}
+
 /// One library waiting to be resolved, with who asks.
 struct Item {
     lib: Library,
@@ -307,6 +336,14 @@ pub fn resolve_python(
             lib.version_mismatch = f.version_mismatch;
             lib.realpath = f.realpath.as_deref().map(s);
             winner_real = f.realpath.clone();
+            if let Some((name, version)) = f
+                .realpath
+                .as_deref()
+                .and_then(|r| pip_package_of(python, r))
+            {
+                lib.package = Some(name);
+                lib.package_version = Some(version);
+            }
             let real = f.realpath.clone().unwrap_or_else(|| p.clone());
             if let Some(info) = memo.get(root, &real, errors) {
                 lib.elf = Some(info.facts());

@@ -258,6 +258,7 @@ pub fn scan_python(
                 if let Some(plan) = torch::scan(root, &dir, &mut fw, &mut scan, errors) {
                     if torch::plan_applies(&plan, root, loader, &py_obj) {
                         fw.preloads = preload::resolve(root, &plan.specs, &world.sys_path);
+                        preload::mark_foreign(&mut fw.preloads, &site);
                     }
                 }
             }
@@ -315,6 +316,7 @@ pub fn scan_python(
                 );
                 let specs = jax::scan(root, &site, &dir, &mut fw, &mut scan, errors);
                 fw.preloads = preload::resolve(root, &specs, &world.sys_path);
+                preload::mark_foreign(&mut fw.preloads, &site);
             }
         }
         // Own copies: the framework's lib dir and pip's nvidia/*/lib beside it.

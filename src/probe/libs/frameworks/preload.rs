@@ -131,6 +131,14 @@ pub fn resolve(root: &Root, specs: &[Spec], sys_path: &[String]) -> Vec<Framewor
     out
 }
 
+/// Mark the preloads found under another sys.path entry than `site` (the framework's own).
+pub fn mark_foreign(preloads: &mut [FrameworkPreload], site: &Path) {
+    for p in preloads {
+        p.foreign = crate::root::lexical_normalize(Path::new(&p.sys_path_entry))
+            != crate::root::lexical_normalize(site);
+    }
+}
+
 fn record(root: &Root, spec: &Spec, entry: &str, index: usize, p: PathBuf) -> FrameworkPreload {
     let soname = crate::probe::libs::elf::read(root, &p)
         .ok()
@@ -144,6 +152,7 @@ fn record(root: &Root, spec: &Spec, entry: &str, index: usize, p: PathBuf) -> Fr
         sys_path_index: index as u64,
         pattern: format!("{}/{}", spec.dirs.join("|"), spec.pattern),
         evidence: spec.evidence.clone(),
+        foreign: false,
     }
 }
 
