@@ -9,6 +9,7 @@
 //! - TensorFlow: only `libcusolver.so.11`, which TF's own DsoLoader cannot load on this clean
 //!   install either (its RUNPATH lacks `nvidia/cusolver/lib`: `frameworks_tensorflow.rs`
 //!   calls the real loader).
+//!
 //! Needs PyPI (cached venvs): skipped with a message unless `ENVDOCTOR_REQUIRE_PYPI` is set.
 
 #[path = "common/cc.rs"]
