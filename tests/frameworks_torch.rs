@@ -222,3 +222,42 @@ fn old_copy_on_ld_library_path_is_harmless() {
         .iter()
         .any(|c| c["origin"] == "ld-library-path" && c["wins"] == false));
 }
+
+/// `--pid` on a real process that imported torch: every CUDA-family library it mapped is
+/// compared with the prediction, and none differs.
+#[test]
+fn pid_of_a_real_torch_process_matches_the_prediction() {
+    let Some(venv) = venv() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(venv.join("bin/python"))
+        .current_dir(cwd.path())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "-c",
+            "import warnings\nwarnings.simplefilter('ignore')\nimport torch, sys\nprint('ready', flush=True)\nsys.stdin.read()\n",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let pid = child.id().to_string();
+    let snap = fw::snapshot_with(&venv, cwd.path(), &[], &["--pid", &pid]);
+    drop(child.stdin.take());
+    let _ = child.wait();
+    let job = &snap["jobs"][0];
+    assert_eq!(job["readable"], true, "{job:#}");
+    let compared = job["compared"].as_array().unwrap();
+    assert!(compared.len() >= 15, "{job:#}");
+    for c in compared {
+        assert!(c["predicted"].is_string(), "{c:#}");
+        assert_eq!(c["differs"], false, "{c:#}");
+    }
+}

@@ -13,6 +13,13 @@ pub fn snapshot(venv: &Path, cwd: &Path, extra: &[(&str, &str)]) -> Value {
     run(venv, cwd, extra, &["snapshot"])
 }
 
+/// `envdoctor snapshot --no-load ARGS` the same way.
+pub fn snapshot_with(venv: &Path, cwd: &Path, extra: &[(&str, &str)], args: &[&str]) -> Value {
+    let mut a = vec!["snapshot"];
+    a.extend_from_slice(args);
+    run(venv, cwd, extra, &a)
+}
+
 /// `envdoctor check --format json --no-load` the same way: the report (findings + snapshot).
 pub fn check(venv: &Path, cwd: &Path, extra: &[(&str, &str)], args: &[&str]) -> Value {
     let mut a = vec!["check", "--format", "json"];
