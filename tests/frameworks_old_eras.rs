@@ -334,3 +334,91 @@ fn torch_1_13_cu117_gets_cublas_and_cudnn_from_pip_nvidia() {
     );
     assert_eq!(p["sys_path_index"], 0);
 }
+
+/// `--pid` on a real process that mapped torch 1.8.1's bundled cudart (auditwheel named it
+/// `libcudart-80664282.so.10.2`; its DT_SONAME is `libcudart.so.10.2`): the mapped file is
+/// matched with the prediction made under the renamed soname.
+#[test]
+fn pid_matches_an_auditwheel_renamed_library() {
+    let Some(whl) = wheel(
+        "torch==1.8.1",
+        "torch-1.8.1-cp37-cp37m-manylinux1_x86_64.whl",
+    ) else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path().canonicalize().unwrap();
+    let venv = t.join("venv");
+    pypi::run(
+        std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv),
+    )
+    .unwrap();
+    let xy = pypi::run(std::process::Command::new(venv.join("bin/python")).args([
+        "-c",
+        "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')",
+    ]))
+    .unwrap();
+    let site = venv.join(format!("lib/python{}/site-packages", xy.trim()));
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&whl).unwrap()).unwrap();
+    for f in [
+        "torch/version.py",
+        "torch/lib/libc10_cuda.so",
+        "torch/lib/libcudart-80664282.so.10.2",
+    ] {
+        let out = site.join(f);
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        std::io::copy(
+            &mut zip.by_name(f).unwrap(),
+            &mut std::fs::File::create(out).unwrap(),
+        )
+        .unwrap();
+    }
+    let di = site.join("torch-1.8.1+cu102.dist-info");
+    std::fs::create_dir_all(&di).unwrap();
+    std::fs::write(
+        di.join("METADATA"),
+        "Metadata-Version: 2.1\nName: torch\nVersion: 1.8.1+cu102\n",
+    )
+    .unwrap();
+    let cudart = site.join("torch/lib/libcudart-80664282.so.10.2");
+    let mut child = std::process::Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import ctypes, sys\nctypes.CDLL(sys.argv[1])\nprint('ready', flush=True)\nsys.stdin.read()\n",
+        ])
+        .arg(&cudart)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_envdoctor"))
+        .env_clear()
+        .env("HOME", &t)
+        .env("VIRTUAL_ENV", &venv)
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", venv.join("bin").display()),
+        )
+        .args(["snapshot", "--no-load", "--pid", &child.id().to_string()])
+        .output()
+        .unwrap();
+    drop(child.stdin.take());
+    let _ = child.wait();
+    let snap: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let compared = snap["jobs"][0]["compared"].as_array().unwrap();
+    let c = compared
+        .iter()
+        .find(|c| c["soname"] == "libcudart.so.10.2")
+        .unwrap_or_else(|| panic!("{:#}", snap["jobs"]));
+    assert_eq!(c["predicted"], cudart.to_str().unwrap(), "{c:#}");
+    assert_eq!(c["differs"], false);
+}
