@@ -261,3 +261,49 @@ fn pid_of_a_real_torch_process_matches_the_prediction() {
         assert_eq!(c["differs"], false, "{c:#}");
     }
 }
+
+/// The rules that were blind for torch see its real build facts now: the architecture list
+/// read from libtorch_python.so against a Maxwell GPU, the build's cuDNN (9.26) against a
+/// pre-Turing one, and nothing against an H100.
+#[test]
+fn build_facts_drive_the_gpu_rules() {
+    let Some(venv) = venv() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let snap = fw::snapshot(&venv, cwd.path(), &[]);
+    let rules = envdoctor::rules::RuleSet::shipped().unwrap();
+    let fired = |name: &str, cc: &str| -> Vec<String> {
+        let mut s = snap.clone();
+        s["gpus"] = serde_json::json!([{
+            "index": 0, "name": name, "uuid": "GPU-0", "memory_total_mib": 16384,
+            "visible": true, "compute_capability": cc
+        }]);
+        rules
+            .check_value(&s)
+            .into_iter()
+            .filter(|f| f.subject.as_deref().is_some_and(|x| x.contains("torch")))
+            .map(|f| f.rule)
+            .collect()
+    };
+    let maxwell = fired("NVIDIA GeForce GTX 970", "5.2");
+    assert!(
+        maxwell
+            .iter()
+            .any(|r| r == "gpu-arch-not-in-framework-build"),
+        "{maxwell:?}"
+    );
+    let volta = fired("Tesla V100-SXM2-16GB", "7.0");
+    assert!(
+        volta
+            .iter()
+            .any(|r| r == "torch-cudnn-drops-pre-turing-gpus"),
+        "{volta:?}"
+    );
+    let hopper = fired("NVIDIA H100 80GB HBM3", "9.0");
+    assert!(
+        !hopper
+            .iter()
+            .any(|r| r == "gpu-arch-not-in-framework-build"
+                || r == "torch-cudnn-drops-pre-turing-gpus"),
+        "{hopper:?}"
+    );
+}
