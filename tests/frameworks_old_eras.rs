@@ -4,9 +4,11 @@
 //! are unzipped into a fake machine. The ELF facts (DT_NEEDED, RPATH, the DsoLoader symbols)
 //! and the build files are the real ones.
 //!
-//! - TF 1.15, 2.0, 2.1 (`tensorflow_core/`, `cuda_config.h` without per-library versions,
-//!   build_info `'10'` meaning 10.0): the classic `libcudart.so.10.0` is wanted, by
-//!   `libtensorflow_framework.so.N`, which defines the DsoLoader.
+//! - TF 1.14 (`tensorflow/`, files under the wheel's `.data/purelib/`), 1.15, 2.0, 2.1
+//!   (`tensorflow_core/`, `cuda_config.h` without per-library versions, build_info `'10'`
+//!   meaning 10.0): the classic `libcudart.so.10.0` is wanted, by
+//!   `libtensorflow_framework.so.N`, which defines the DsoLoader; TF 2.4 (per-library versions:
+//!   the famous `libcusolver.so.10` of a CUDA 11.0 build).
 //! - torch 1.8.1 (CUDA libraries bundled in `torch/lib`) and 1.13.1 (cu117, pip `nvidia/*/lib`).
 
 #[path = "common/machine.rs"]
@@ -421,4 +423,99 @@ fn pid_matches_an_auditwheel_renamed_library() {
         .unwrap_or_else(|| panic!("{:#}", snap["jobs"]));
     assert_eq!(c["predicted"], cudart.to_str().unwrap(), "{c:#}");
     assert_eq!(c["differs"], false);
+}
+
+/// Unzip `members` (wheel paths) to `to` (site-packages relative paths).
+fn unzip_to(m: &Machine, whl: &Path, members: &[(&str, &str)]) {
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(whl).unwrap()).unwrap();
+    for (from, to) in members {
+        let mut src = zip.by_name(from).unwrap();
+        let out = m.path(&format!("{SITE}/{to}"));
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        std::io::copy(&mut src, &mut std::fs::File::create(out).unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn tensorflow_1_14_keeps_its_files_in_tensorflow() {
+    let Some(whl) = wheel(
+        "tensorflow-gpu==1.14.0",
+        "tensorflow_gpu-1.14.0-cp37-cp37m-manylinux1_x86_64.whl",
+    ) else {
+        return;
+    };
+    let mut m = Machine::new();
+    m.active_venv("3.7", "/venv", &[("tensorflow-gpu", "1.14.0")]);
+    let p = "tensorflow_gpu-1.14.0.data/purelib/";
+    let files = [
+        "tensorflow/python/platform/build_info.py",
+        "tensorflow/include/external/local_config_cuda/cuda/cuda/cuda_config.h",
+        "tensorflow/libtensorflow_framework.so.1",
+    ];
+    let members: Vec<(String, &str)> = files.iter().map(|f| (format!("{p}{f}"), *f)).collect();
+    let members: Vec<(&str, &str)> = members.iter().map(|(a, b)| (a.as_str(), *b)).collect();
+    unzip_to(&m, &whl, &members);
+    let (_, report) = m.check(&[]);
+    let tf = framework(&report, "tensorflow");
+    assert!(tf["location"]
+        .as_str()
+        .unwrap()
+        .ends_with("site-packages/tensorflow"));
+    assert_eq!(tf["cuda_version"], "10.0");
+    let w = wants(tf);
+    assert!(w.contains(&"libcudart.so.10.0".to_string()), "{w:?}");
+    assert!(w.contains(&"libcublas.so.10.0".to_string()), "{w:?}");
+    assert!(!w.iter().any(|s| s.starts_with("libcublasLt")), "{w:?}");
+    assert_eq!(
+        tf["wants"][0]["requester"],
+        format!("{SITE}/tensorflow/libtensorflow_framework.so.1").as_str()
+    );
+}
+
+#[test]
+fn tensorflow_2_4_per_library_versions() {
+    let Some(whl) = wheel(
+        "tensorflow-gpu==2.4.4",
+        "tensorflow_gpu-2.4.4-cp38-cp38-manylinux2010_x86_64.whl",
+    ) else {
+        return;
+    };
+    let mut m = Machine::new();
+    m.active_venv("3.7", "/venv", &[("tensorflow-gpu", "2.4.4")]);
+    let files = [
+        "tensorflow/python/platform/build_info.py",
+        "tensorflow/include/external/local_config_cuda/cuda/cuda/cuda_config.h",
+        "tensorflow/libtensorflow_framework.so.2",
+    ];
+    let members: Vec<(&str, &str)> = files.iter().map(|f| (*f, *f)).collect();
+    unzip_to(&m, &whl, &members);
+    let (_, report) = m.check(&[]);
+    let tf = framework(&report, "tensorflow");
+    assert_eq!(tf["cuda_version"], "11.0");
+    assert_eq!(tf["cudnn_version"], "8");
+    assert_eq!(
+        wants(tf),
+        [
+            "libcublas.so.11",
+            "libcublasLt.so.11",
+            "libcuda.so.1",
+            "libcudart.so.11.0",
+            "libcudnn.so.8",
+            "libcufft.so.10",
+            "libcupti.so.11.0",
+            "libcurand.so.10",
+            "libcusolver.so.10",
+            "libcusparse.so.11",
+        ]
+    );
+    let caps: Vec<&str> = tf["compute_capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        caps,
+        ["sm_35", "sm_50", "sm_60", "sm_70", "sm_75", "compute_80"]
+    );
 }
