@@ -55,6 +55,39 @@ pub struct Framework {
     /// it requires nvidia-* packages, or an entry point's RPATH/RUNPATH points into `nvidia/`.
     #[serde(default)]
     pub uses_pip_nvidia: bool,
+    /// Libraries the framework's own Python code loads by path before its extension modules
+    /// (torch's `_preload_cuda_deps`, the JAX CUDA plugin's `_load_nvidia_libraries`), found
+    /// on `sys.path` as that code would find them. Each wins every later request for its soname.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preloads: Vec<FrameworkPreload>,
+    /// Where the CUDA-family facts were read, one line per fact (`cuda_version: .../version.py`,
+    /// `compute_capabilities: .../libtorch_python.so`, `cudnn_version: nvidia-cudnn-cu13==9.26.0.51`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+}
+
+/// One library a framework loads itself, by path, from a `sys.path` entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FrameworkPreload {
+    /// The file's DT_SONAME (its file name when it has none).
+    pub soname: String,
+    /// The file loaded (a machine path).
+    pub path: String,
+    /// The `sys.path` entry it was found under (the first is the working directory, as
+    /// `sys.path[0]` of `python -c` / `-m` / a REPL).
+    pub sys_path_entry: String,
+    /// That entry's index in the modelled `sys.path` (0: the working directory).
+    pub sys_path_index: u64,
+    /// What was searched under each entry (`nvidia/cublas/lib|nvidia/cu13/lib/libcublas.so.*[0-9]`).
+    pub pattern: String,
+    /// The code the rule was read from (`.../torch/__init__.py _preload_cuda_deps`).
+    pub evidence: String,
+    /// True when the entry is not the site-packages the framework itself is installed in
+    /// (the working directory, a PYTHONPATH entry, another site): a copy the framework's own
+    /// wheels did not put there.
+    #[serde(default)]
+    pub foreign: bool,
 }
 
 /// One soname a framework will ask for.
@@ -90,8 +123,12 @@ pub struct Library {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wanted_by: Vec<String>,
     /// Why it is resolved: `wanted` (a framework asks for this exact soname, see
-    /// `frameworks[].wants`) or `cuda-family` (a CUDA-family library the framework's CUDA
-    /// release implies, resolved so every copy on the machine is on record).
+    /// `frameworks[].wants`), `preloaded` (the framework's own Python code loads this file by
+    /// path, see `frameworks[].preloads`), `transitive` (a CUDA-family library that another
+    /// resolved one needs in turn: its DT_NEEDED, or a name it hands to `dlopen`, such as
+    /// nvrtc's `libnvrtc-builtins.so.13.2` or cuDNN's sub-libraries; `requester` is that
+    /// library) or `cuda-family` (a CUDA-family library the framework's CUDA release implies,
+    /// resolved so every copy on the machine is on record).
     #[serde(default = "wanted")]
     pub reason: String,
     /// The major version of the soname resolved (`10` for `libcusolver.so.10`, `11` for
@@ -123,6 +160,13 @@ pub struct Library {
     /// The version the real file's name says (`10.2` in `libcupti.so.10.2`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_version: Option<String>,
+    /// The pip distribution whose `site-packages/nvidia/<name>/lib` holds the real file
+    /// (`nvidia-cudnn-cu12`), when one of the interpreter's packages matches the directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// That distribution's version (`9.1.0.70`): the library's version known without loading it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_version: Option<String>,
     /// True when a link's name claims another version than its target.
     #[serde(default)]
     pub version_mismatch: bool,
@@ -294,6 +338,8 @@ impl Framework {
         self.entry_points.dedup();
         self.nvidia_requirements.sort();
         self.nvidia_installed.sort();
+        self.preloads
+            .sort_by(|a, b| (&a.soname, &a.path).cmp(&(&b.soname, &b.path)));
     }
 }
 

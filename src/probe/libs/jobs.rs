@@ -96,7 +96,13 @@ pub fn inspect(
             .ok()
             .and_then(|i| i.soname)
             .unwrap_or(name);
-        let same_soname = |l: &&Library| l.soname == soname && l.resolves;
+        // Asked for under its own soname, or under a file name whose DT_SONAME it is
+        // (auditwheel's `libcudart-80664282.so.10.2` is `libcudart.so.10.2` inside).
+        let same_soname = |l: &&Library| {
+            l.resolves
+                && (l.soname == soname
+                    || l.elf.as_ref().and_then(|e| e.soname.as_deref()) == Some(&soname))
+        };
         let predicted = libraries
             .iter()
             .filter(same_soname)

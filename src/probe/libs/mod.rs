@@ -94,7 +94,8 @@ pub fn collect(
             ));
             break;
         }
-        let scans = frameworks::scan_python(root, py, &mut errors);
+        let world = frameworks::World::of(py, loader.cwd());
+        let scans = frameworks::scan_python(root, &loader, py, &world, &mut errors);
         groups.push(resolve::resolve_python(
             root,
             &loader,
@@ -154,7 +155,21 @@ fn load_groups(ctx: &Context, groups: &mut [Vec<Library>]) {
         for group in groups.iter_mut() {
             let (exe, env) = (&exe, &env);
             s.spawn(move || {
-                let idx: Vec<usize> = (0..group.len()).filter(|i| group[*i].resolves).collect();
+                // Transitive libraries are loaded with the library that needs them; loading
+                // each on its own (cuDNN's sub-libraries are hundreds of MB) says nothing more.
+                for l in group
+                    .iter_mut()
+                    .filter(|l| l.resolves && l.reason == "transitive")
+                {
+                    l.load = Some(LoadResult {
+                        status: "skipped".into(),
+                        error: Some(format!("loaded through {}", l.requester)),
+                        ..Default::default()
+                    });
+                }
+                let idx: Vec<usize> = (0..group.len())
+                    .filter(|i| group[*i].resolves && group[*i].reason != "transitive")
+                    .collect();
                 let items: Vec<load::Item> = idx
                     .iter()
                     .filter_map(|i| {

@@ -11,12 +11,12 @@
 //! that an older `libnvJitLink.so.12` lacks: knowledge.md B23).
 
 use crate::probe::libs::frameworks::{family, implied_family, soname_major, Scan};
-use crate::probe::libs::search::{Loader, Object, Requester};
+use crate::probe::libs::search::{Loader, Object, Preload, Requester};
 use crate::probe::libs::{elf, links};
 use crate::root::Root;
 use crate::snapshot::libs::{Candidate, Library, LinkHop};
 use crate::snapshot::{ProbeError, Python};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 const PROBE: &str = "libs";
@@ -74,7 +74,81 @@ fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// Resolve every library the frameworks of `python` want (and their implied CUDA family).
+/// The pip `nvidia-*` distribution (name, version) whose `site-packages/nvidia/<dir>/lib`
+/// holds `real`: `nvidia-<dir>-cuNN` or `nvidia-<dir>` with `_` read as `-` (`cuda_runtime` →
+/// `nvidia-cuda-runtime-cu12`). The shared `nvidia/cu13` directory holds several: none.
+fn pip_package_of(python: &Python, real: &Path) -> Option<(String, String)> {
+    let lib_dir = real.parent()?;
+    if lib_dir.file_name()? != "lib" {
+        return None;
+    }
+    let dir = lib_dir.parent()?;
+    if dir.parent()?.file_name()? != "nvidia" {
+        return None;
+    }
+    let site = dir.parent()?.parent()?.to_string_lossy().into_owned();
+    let name = dir.file_name()?.to_string_lossy().replace('_', "-");
+    let base = format!("nvidia-{name}");
+    python
+        .packages
+        .iter()
+        .filter(|p| p.location == site)
+        .find(|p| {
+            p.name == base
+                || p.name
+                    .strip_prefix(&base)
+                    .and_then(|r| r.strip_prefix("-cu"))
+                    .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map(|p| (p.name.clone(), p.version.clone()))
+}
+
+/// One library waiting to be resolved, with who asks.
+struct Item {
+    lib: Library,
+    req: Requester,
+    req_path: PathBuf,
+}
+
+/// The names a resolved CUDA-family library hands to `dlopen` itself, read from its file:
+/// nvrtc's `libnvrtc-builtins.so.X.Y`, cuDNN's sub-libraries (`libcudnn_graph.so` + its major,
+/// named in `libcudnn.so.N` and `libcudnn_graph.so.N`).
+fn dlopen_names(root: &Root, soname: &str, real: &Path) -> Vec<String> {
+    use crate::probe::libs::frameworks::strings::{find_strings, soname_byte};
+    match family(soname) {
+        Some("nvrtc") => find_strings(root, real, b"libnvrtc-builtins.so.", soname_byte, 64)
+            .into_iter()
+            .map(|s| s.trim_end_matches('.').to_string())
+            .filter(|s| soname_major(s).is_some())
+            .collect(),
+        // The dispatcher loads the graph library, which loads the engines and heuristics.
+        Some("cudnn")
+            if soname.starts_with("libcudnn.so.") || soname.starts_with("libcudnn_graph.so.") =>
+        {
+            let Some(major) = soname_major(soname) else {
+                return Vec::new();
+            };
+            let mut v: Vec<String> = find_strings(root, real, b"libcudnn_", soname_byte, 64)
+                .into_iter()
+                .filter_map(|s| {
+                    let stem = s.split(".so").next()?.to_string();
+                    let ok = stem.len() > "libcudnn_".len()
+                        && stem["libcudnn_".len()..]
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c == '_');
+                    ok.then(|| format!("{stem}.so.{major}"))
+                })
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Resolve every library the frameworks of `python` want (and their implied CUDA family), then
+/// what those libraries need in turn (`transitive`).
 pub fn resolve_python(
     root: &Root,
     loader: &Loader,
@@ -92,6 +166,24 @@ pub fn resolve_python(
         None => Object::bare(&py_path),
     }
     .main_executable();
+
+    // What the frameworks' own code loaded by path: it wins later requests for its soname.
+    let mut loaded: Vec<Preload> = Vec::new();
+    for scan in scans {
+        for p in &scan.framework.preloads {
+            if !loaded
+                .iter()
+                .any(|l| l.soname.as_deref() == Some(&p.soname))
+            {
+                loaded.push(Preload {
+                    name: p.path.clone(),
+                    path: PathBuf::from(&p.path),
+                    soname: Some(p.soname.clone()),
+                });
+            }
+        }
+    }
+    let loader = &loader.clone().with_framework_loaded(loaded);
 
     // soname -> (library skeleton, requester)
     let mut wanted: BTreeMap<String, (Library, PathBuf)> = BTreeMap::new();
@@ -114,19 +206,44 @@ pub fn resolve_python(
             });
             e.0.wanted_by.push(scan.label());
         }
+        for p in &scan.framework.preloads {
+            let e = wanted.entry(p.soname.clone()).or_insert_with(|| {
+                (
+                    Library {
+                        soname: p.soname.clone(),
+                        reason: "preloaded".into(),
+                        ..Default::default()
+                    },
+                    py_path.clone(),
+                )
+            });
+            e.0.wanted_by.push(scan.label());
+        }
     }
+    // The CUDA family a release implies comes after everything asked for and its transitive
+    // needs (a library that is both is resolved from the object that really asks).
+    let mut implied: BTreeMap<String, (Library, PathBuf)> = BTreeMap::new();
     for scan in scans {
         let fw = &scan.framework;
         if fw.is_cuda_build == Some(false) {
             continue;
         }
-        let asked: Vec<&str> = fw.wants.iter().filter_map(|w| family(&w.soname)).collect();
+        let asked: Vec<&str> = fw
+            .wants
+            .iter()
+            .map(|w| w.soname.as_str())
+            .chain(fw.preloads.iter().map(|p| p.soname.as_str()))
+            .filter_map(family)
+            .collect();
         for so in implied_family(fw.cuda_major, fw.cudnn_major) {
             // What the framework itself asks for beats what its CUDA release implies.
             if family(&so).is_some_and(|f| asked.contains(&f)) {
                 continue;
             }
-            wanted.entry(so.clone()).or_insert_with(|| {
+            if wanted.contains_key(&so) {
+                continue;
+            }
+            implied.entry(so.clone()).or_insert_with(|| {
                 (
                     Library {
                         soname: so,
@@ -147,17 +264,48 @@ pub fn resolve_python(
         }
     }
 
+    let mut queue: VecDeque<Item> = VecDeque::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut item = |lib: Library, req_path: PathBuf, errors: &mut Vec<ProbeError>| {
+        let req_obj = match memo.get(root, &req_path, errors) {
+            Some(i) => Object::from_elf(&req_path, &i),
+            None => Object::bare(&req_path),
+        };
+        let req = if req_path == py_path {
+            Requester::new(py_obj.clone())
+        } else {
+            Requester::new(req_obj).loaded_by(py_obj.clone())
+        };
+        Item { lib, req, req_path }
+    };
+    for (soname, (lib, req_path)) in wanted {
+        seen.insert(soname);
+        queue.push_back(item(lib, req_path, errors));
+    }
+    let mut implied: VecDeque<Item> = implied
+        .into_values()
+        .map(|(lib, req_path)| item(lib, req_path, errors))
+        .collect();
+
     let mut out = Vec::new();
-    for (soname, (mut lib, req_path)) in wanted {
+    while let Some(Item {
+        mut lib,
+        req,
+        req_path,
+    }) = queue.pop_front().or_else(|| {
+        // Then the implied family, unless a transitive need already resolved the soname.
+        while let Some(i) = implied.pop_front() {
+            if seen.insert(i.lib.soname.clone()) {
+                return Some(i);
+            }
+        }
+        None
+    }) {
+        let soname = lib.soname.clone();
         lib.python = Some(python.path.clone());
         lib.family = family(&soname).map(String::from);
         lib.requester = s(&req_path);
         let req_info = memo.get(root, &req_path, errors);
-        let req_obj = match &req_info {
-            Some(i) => Object::from_elf(&req_path, i),
-            None => Object::bare(&req_path),
-        };
-        let req = Requester::new(req_obj).loaded_by(py_obj.clone());
         let res = loader.resolve(&soname, &req);
         lib.resolves = res.resolves();
         lib.error = res.error.clone();
@@ -188,6 +336,14 @@ pub fn resolve_python(
             lib.version_mismatch = f.version_mismatch;
             lib.realpath = f.realpath.as_deref().map(s);
             winner_real = f.realpath.clone();
+            if let Some((name, version)) = f
+                .realpath
+                .as_deref()
+                .and_then(|r| pip_package_of(python, r))
+            {
+                lib.package = Some(name);
+                lib.package_version = Some(version);
+            }
             let real = f.realpath.clone().unwrap_or_else(|| p.clone());
             if let Some(info) = memo.get(root, &real, errors) {
                 lib.elf = Some(info.facts());
@@ -204,6 +360,28 @@ pub fn resolve_python(
                 }
                 // What it needs from its own dependencies.
                 let child = req.child(Object::from_elf(p, &info));
+                // Transitive: the CUDA-family libraries it loads in turn.
+                let next: Vec<String> = info
+                    .needed
+                    .iter()
+                    .filter(|n| family(n).is_some())
+                    .cloned()
+                    .chain(dlopen_names(root, &soname, &real))
+                    .collect();
+                for n in next {
+                    if seen.insert(n.clone()) {
+                        queue.push_back(Item {
+                            lib: Library {
+                                soname: n,
+                                reason: "transitive".into(),
+                                wanted_by: lib.wanted_by.clone(),
+                                ..Default::default()
+                            },
+                            req: child.clone(),
+                            req_path: p.clone(),
+                        });
+                    }
+                }
                 for need in &info.version_needs {
                     let r = loader.resolve(&need.file, &child);
                     let Some(dp) = r.path.filter(|_| r.error.is_none()) else {

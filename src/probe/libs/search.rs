@@ -263,6 +263,9 @@ impl Requester {
 pub enum FoundVia {
     /// Already loaded by `LD_PRELOAD` / `/etc/ld.so.preload` under that name or soname.
     Preload,
+    /// Already loaded, by path, by the framework's own code (torch's `_preload_cuda_deps`,
+    /// the JAX plugin's `_load_nvidia_libraries`) under that soname.
+    Framework,
     /// The name held a `/`.
     Path,
     /// DT_RPATH of the requester or of a loader.
@@ -283,6 +286,7 @@ impl FoundVia {
     pub fn as_str(self) -> &'static str {
         match self {
             FoundVia::Preload => "ld-preload",
+            FoundVia::Framework => "preloaded-by-framework",
             FoundVia::Path => "path",
             FoundVia::Rpath => "rpath",
             FoundVia::LdLibraryPath => "ld-library-path",
@@ -367,6 +371,8 @@ pub struct Loader {
     glibc: Option<(u32, u32)>,
     legacy_subdirs: Vec<&'static str>,
     preloads: Vec<Preload>,
+    /// Objects a framework's code loaded by path before the request (after `preloads`).
+    framework_loaded: Vec<Preload>,
     /// Directories already found present or absent (glibc keeps the same memo), shared by
     /// clones: a search never re-walks a missing `glibc-hwcaps/<level>` directory.
     dir_memo: Arc<Mutex<HashMap<PathBuf, bool>>>,
@@ -435,6 +441,7 @@ impl Loader {
             glibc,
             legacy_subdirs,
             preloads: Vec::new(),
+            framework_loaded: Vec::new(),
             dir_memo: Arc::new(Mutex::new(HashMap::new())),
         };
         loader.preloads = loader.find_preloads();
@@ -489,6 +496,18 @@ impl Loader {
     pub fn with_hwcaps(mut self, hwcaps: Vec<&'static str>) -> Self {
         self.hwcaps = hwcaps;
         self
+    }
+
+    /// The same loader with `objects` already loaded by a framework's own code (by path):
+    /// a later request for one's soname reuses it (`found_via` `preloaded-by-framework`).
+    pub fn with_framework_loaded(mut self, objects: Vec<Preload>) -> Self {
+        self.framework_loaded = objects;
+        self
+    }
+
+    /// The working directory relative names are taken from.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
     }
 
     /// Set the working directory relative names are taken from (default: `$PWD` or `/`).
@@ -546,6 +565,21 @@ impl Loader {
                 name: name.to_string(),
                 path: Some(p.path.clone()),
                 found_via: Some(FoundVia::Preload),
+                hwcaps: None,
+                tried: Vec::new(),
+                skipped: Vec::new(),
+                error: None,
+            };
+        }
+        if let Some(p) = self
+            .framework_loaded
+            .iter()
+            .find(|p| p.soname.as_deref() == Some(name))
+        {
+            return Resolution {
+                name: name.to_string(),
+                path: Some(p.path.clone()),
+                found_via: Some(FoundVia::Framework),
                 hwcaps: None,
                 tried: Vec::new(),
                 skipped: Vec::new(),

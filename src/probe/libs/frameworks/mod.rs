@@ -1,31 +1,31 @@
 //! `frameworks[]`: what each installed ML framework asks the native world for, read statically
-//! from its files (Python is never run).
+//! from its files (Python is never run), one module per family and era:
 //!
-//! Per interpreter (`pythons[]`, from the python probe), for each framework package found in
-//! `packages[]`:
-//! - **TensorFlow** (`tensorflow`, `tensorflow-gpu`, `tensorflow-cpu`, `tf-nightly`, ...):
-//!   `tensorflow/python/platform/build_info.py` (`cuda_version`, `cudnn_version`,
-//!   `cuda_compute_capabilities`, `is_cuda_build`; TF 2.1–2.3 spell them `cuda_version_number`,
-//!   `cudnn_version_number`) and
-//!   `tensorflow/include/external/local_config_cuda/cuda/cuda/cuda_config.h`, whose `TF_*_VERSION`
-//!   macros are the exact sonames TF's `dso_loader` dlopens (knowledge.md A2): `libcudart.so.<TF_CUDART_VERSION>`,
-//!   `libcublas`/`libcublasLt.so.<TF_CUBLAS_VERSION>`, cusolver, curand, cufft, cusparse,
-//!   `libcudnn.so.<TF_CUDNN_VERSION>`, `libnvinfer.so.<TF_TENSORRT_VERSION>`, `libcuda.so.1`, and
-//!   CUPTI as `libcupti.so.<TF_CUDA_VERSION>` (CUDA < 12) or `.so.<cudart>` (CUDA ≥ 12). Without the
-//!   header, cudart/cupti/cudnn follow from build_info by `cuda_configure.bzl`'s rule. The
-//!   requester of these dlopens is `libtensorflow_framework.so.*` (where `dso_loader` lives), else
-//!   `_pywrap_tensorflow_internal.so`.
-//! - **PyTorch** (`torch`): `torch/version.py` (`__version__`, `cuda`), the CUDA-family DT_NEEDED of
-//!   `torch/_C*.so` and `torch/lib/*.so*` (each with its requester), and nvidia-* requirements.
-//! - **JAX** CUDA plugins (`jax-cuda12-plugin`, `jax-cuda12-pjrt`, `jaxlib` with a `+cuda` label),
-//!   **CuPy** (`cupy-cuda12x`, `cupy-cuda110`; `cupy/.data/_wheel.json`), **ONNX Runtime**
-//!   (`onnxruntime-gpu`; `onnxruntime/capi/build_and_package_info.py`): the CUDA major from the
-//!   name or file, and the CUDA-family DT_NEEDED of their extension modules.
+//! - [`tensorflow`]: TF 1.13 → 2.21 (`tensorflow/` or `tensorflow_core/`, build_info,
+//!   `cuda_config.h` with or without per-library versions, the object defining `DsoLoader`);
+//! - [`torch`]: torch 1.x → 2.15 (version.py, DT_NEEDED of `_C` and `torch/lib`, the
+//!   architecture list, the build's cuDNN, and the `_preload_cuda_deps` of its `__init__.py`);
+//! - [`jax`]: the JAX CUDA PJRT/kernel plugins (`_load_nvidia_libraries` of the PJRT package,
+//!   dlopens from `xla_cuda_plugin.so`) and `jaxlib+cuda`;
+//! - CuPy (`cupy/.data/_wheel.json`) and ONNX Runtime (`build_and_package_info.py`): the CUDA
+//!   major from the name or file and the CUDA-family DT_NEEDED of their extension modules;
+//! - [`extension`]: `cuda-extension`, any other package whose native modules link CUDA-family
+//!   libraries;
+//! - [`preload`]: the sys.path search torch and JAX do to load libraries by path;
+//! - [`strings`]: literal names inside binaries (dlopen names, the torch arch list).
 //!
 //! Unreadable or corrupt files become `probe_errors` naming the file; the framework is still
 //! reported with what the other files told.
 
+pub mod extension;
+pub mod jax;
+pub mod preload;
+pub mod strings;
+pub mod tensorflow;
+pub mod torch;
+
 use crate::probe::libs::elf;
+use crate::probe::libs::search::{Loader, Object};
 use crate::root::Root;
 use crate::snapshot::libs::{Framework, Wanted};
 use crate::snapshot::python::Package;
@@ -43,6 +43,11 @@ const MAX_SCANNED: usize = 400;
 
 /// The CUDA family: library stems (without `lib`) whose sonames we track.
 pub const CUDA_FAMILY: &[&str] = &[
+    "nvrtc-builtins",
+    "nvshmem_host",
+    "cusolverMg",
+    "cufftw",
+    "nvblas",
     "cuda",
     "cudart",
     "cublas",
@@ -64,9 +69,15 @@ pub const CUDA_FAMILY: &[&str] = &[
 ];
 
 /// The CUDA-family name of a soname or file name (`libcusolver.so.10` → `cusolver`; cuDNN's
-/// sub-libraries `libcudnn_ops.so.9` → `cudnn`), when it is one.
+/// sub-libraries `libcudnn_ops.so.9` → `cudnn`; auditwheel's renamed bundled copies
+/// `libcudart-80664282.so.10.2` → `cudart`), when it is one.
 pub fn family(name: &str) -> Option<&'static str> {
     let stem = name.strip_prefix("lib")?.split(".so").next()?;
+    // auditwheel's bundled copies: `libcudart-80664282.so.10.2`.
+    let stem = match stem.rsplit_once('-') {
+        Some((s, h)) if h.len() == 8 && h.bytes().all(|b| b.is_ascii_hexdigit()) => s,
+        _ => stem,
+    };
     if let Some(f) = CUDA_FAMILY.iter().find(|f| **f == stem) {
         return Some(f);
     }
@@ -95,6 +106,29 @@ pub struct Scan {
     pub extra_dirs: Vec<(PathBuf, String)>,
 }
 
+/// What the interpreter's world looks like to a framework's own loader code.
+#[derive(Clone, Debug, Default)]
+pub struct World {
+    /// The modelled `sys.path`: the working directory (`sys.path[0]` of `python -c`, `-m`, a
+    /// REPL) and then `pythons[].sys_path`.
+    pub sys_path: Vec<String>,
+}
+
+impl World {
+    /// The world of `python` run from `cwd`.
+    pub fn of(python: &Python, cwd: &Path) -> Self {
+        let mut sys_path = vec![cwd.to_string_lossy().into_owned()];
+        sys_path.extend(
+            python
+                .sys_path
+                .iter()
+                .filter(|e| e.exists)
+                .map(|e| e.path.clone()),
+        );
+        World { sys_path }
+    }
+}
+
 impl Scan {
     /// `tensorflow 2.4.0`.
     pub fn label(&self) -> String {
@@ -107,7 +141,7 @@ fn kind_of(pkg: &Package) -> Option<(&'static str, Vec<&'static str>)> {
     let n = pkg.name.as_str();
     match n {
         "tensorflow" | "tensorflow-gpu" | "tensorflow-cpu" | "tf-nightly" | "tensorflow-intel"
-        | "tf-nightly-gpu" => Some(("tensorflow", vec!["tensorflow"])),
+        | "tf-nightly-gpu" => Some(("tensorflow", vec!["tensorflow_core", "tensorflow"])),
         "torch" => Some(("torch", vec!["torch"])),
         "jaxlib" => Some(("jax", vec!["jaxlib"])),
         "onnxruntime-gpu" => Some(("onnxruntime", vec!["onnxruntime"])),
@@ -147,8 +181,23 @@ fn cuda_major_from_name(name: &str) -> Option<u64> {
     }
 }
 
-/// Every framework installed for `python`.
-pub fn scan_python(root: &Root, python: &Python, errors: &mut Vec<ProbeError>) -> Vec<Scan> {
+/// Every framework installed for `python`, with the libraries their own loader code loads
+/// (found with `loader` and the interpreter's `world`).
+pub fn scan_python(
+    root: &Root,
+    loader: &Loader,
+    python: &Python,
+    world: &World,
+    errors: &mut Vec<ProbeError>,
+) -> Vec<Scan> {
+    let py_path = PathBuf::from(&python.path);
+    let py_obj = match elf::read(root, &py_path) {
+        Ok(info) => Object::from_elf(&py_path, &info),
+        Err(_) => Object::bare(&py_path),
+    }
+    .main_executable();
+    let mut ext_budget = 0usize;
+    let mut extensions: Vec<&Package> = Vec::new();
     let nvidia_installed: Vec<String> = python
         .packages
         .iter()
@@ -157,29 +206,13 @@ pub fn scan_python(root: &Root, python: &Python, errors: &mut Vec<ProbeError>) -
         .collect();
     let mut out = Vec::new();
     let mut seen_dirs: Vec<PathBuf> = Vec::new();
-    for pkg in &python.packages {
-        let Some((kind, modules)) = kind_of(pkg) else {
-            continue;
-        };
-        let site = PathBuf::from(&pkg.location);
-        let Some(dir) = modules
-            .iter()
-            .map(|m| site.join(m))
-            .find(|d| root.is_dir(d))
-        else {
-            continue;
-        };
-        // A package listed twice on sys.path (shadowed copies) is scanned once, the winner.
-        if seen_dirs.contains(&dir) {
-            continue;
-        }
-        seen_dirs.push(dir.clone());
+    let base = |pkg: &Package, kind: &str, location: &str| {
         let local = pkg.version.split_once('+').map(|(_, l)| l.to_string());
-        let mut fw = Framework {
+        Framework {
             python: python.path.clone(),
             name: kind.to_string(),
             version: pkg.version.clone(),
-            location: dir.to_string_lossy().into_owned(),
+            location: location.to_string(),
             local_version: local.or_else(|| pkg.local.clone()),
             nvidia_requirements: pkg
                 .requires
@@ -190,14 +223,50 @@ pub fn scan_python(root: &Root, python: &Python, errors: &mut Vec<ProbeError>) -
             nvidia_installed: nvidia_installed.clone(),
             cuda_major: cuda_major_from_name(&pkg.name),
             ..Default::default()
+        }
+    };
+    for pkg in &python.packages {
+        let (kind, modules) = kind_of(pkg).unwrap_or(("cuda-extension", Vec::new()));
+        let site = PathBuf::from(&pkg.location);
+        let dir = if kind == "cuda-extension" {
+            site.clone()
+        } else {
+            match modules
+                .iter()
+                .map(|m| site.join(m))
+                .find(|d| root.is_dir(d))
+            {
+                Some(d) => d,
+                None => continue,
+            }
         };
+        // A package listed twice on sys.path (shadowed copies) is scanned once, the winner.
+        if kind != "cuda-extension" {
+            if seen_dirs.contains(&dir) {
+                continue;
+            }
+            seen_dirs.push(dir.clone());
+        }
+        let mut fw = base(pkg, kind, &dir.to_string_lossy());
         let mut scan = Scan {
             dlopen_requester: dir.clone(),
             ..Default::default()
         };
         match kind {
-            "tensorflow" => tensorflow(root, &dir, &mut fw, &mut scan, errors),
-            "torch" => torch(root, &dir, &mut fw, &mut scan, errors),
+            "tensorflow" => tensorflow::scan(root, &dir, &mut fw, &mut scan, errors),
+            "torch" => {
+                if let Some(plan) = torch::scan(root, &dir, &mut fw, &mut scan, errors) {
+                    if torch::plan_applies(&plan, root, loader, &py_obj) {
+                        fw.preloads = preload::resolve(root, &plan.specs, &world.sys_path);
+                        preload::mark_foreign(&mut fw.preloads, &site);
+                    }
+                }
+            }
+            "cuda-extension" => {
+                // After the frameworks: a per-CUDA variant follows their CUDA.
+                extensions.push(pkg);
+                continue;
+            }
             "onnxruntime" => {
                 read_assignments(
                     root,
@@ -238,11 +307,6 @@ pub fn scan_python(root: &Root, python: &Python, errors: &mut Vec<ProbeError>) -
             }
             _ => {
                 // jax plugins and jaxlib: extension modules in the package dir.
-                if let Some(l) = &fw.local_version {
-                    if let Some(d) = l.strip_prefix("cuda") {
-                        fw.cuda_major = d.get(..2).and_then(|x| x.parse().ok());
-                    }
-                }
                 scan_elf_dirs(
                     root,
                     &[dir.clone(), dir.join("cuda")],
@@ -250,10 +314,41 @@ pub fn scan_python(root: &Root, python: &Python, errors: &mut Vec<ProbeError>) -
                     &mut scan,
                     errors,
                 );
+                let specs = jax::scan(root, &site, &dir, &mut fw, &mut scan, errors);
+                fw.preloads = preload::resolve(root, &specs, &world.sys_path);
+                preload::mark_foreign(&mut fw.preloads, &site);
             }
         }
         // Own copies: the framework's lib dir and pip's nvidia/*/lib beside it.
         scan.extra_dirs.push((dir.join("lib"), "framework".into()));
+        scan.extra_dirs
+            .extend(crate::probe::libs::search::pip_nvidia_dirs(root, &site));
+        if !fw.nvidia_requirements.is_empty() {
+            fw.uses_pip_nvidia = true;
+        }
+        derive(&mut fw);
+        scan.framework = fw;
+        out.push(scan);
+    }
+    let runtime_major = out
+        .iter()
+        .find(|s| s.framework.name == "torch")
+        .or_else(|| out.first())
+        .and_then(|s| s.framework.cuda_major);
+    for pkg in extensions {
+        let site = PathBuf::from(&pkg.location);
+        let mut fw = base(pkg, "cuda-extension", &pkg.metadata);
+        if !extension::scan(root, pkg, &mut fw, runtime_major, &mut ext_budget, errors) {
+            continue;
+        }
+        let mut scan = Scan {
+            dlopen_requester: fw
+                .entry_points
+                .first()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| site.clone()),
+            ..Default::default()
+        };
         scan.extra_dirs
             .extend(crate::probe::libs::search::pip_nvidia_dirs(root, &site));
         if !fw.nvidia_requirements.is_empty() {
@@ -297,7 +392,7 @@ fn derive(fw: &mut Framework) {
     }
 }
 
-fn read_text(root: &Root, path: &Path, errors: &mut Vec<ProbeError>) -> Option<String> {
+pub(crate) fn read_text(root: &Root, path: &Path, errors: &mut Vec<ProbeError>) -> Option<String> {
     match root.read_limited(path, MAX_TEXT) {
         Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
         Err(e) if e.is_not_found() => None,
@@ -407,7 +502,7 @@ fn read_assignments(root: &Root, path: &Path, fw: &mut Framework, errors: &mut V
     }
 }
 
-fn want(fw: &mut Framework, soname: String, evidence: String, requester: &Path) {
+pub(crate) fn want(fw: &mut Framework, soname: String, evidence: String, requester: &Path) {
     fw.wants.push(Wanted {
         soname,
         evidence,
@@ -415,209 +510,19 @@ fn want(fw: &mut Framework, soname: String, evidence: String, requester: &Path) 
     });
 }
 
-fn file_names(root: &Root, dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn file_names(root: &Root, dir: &Path) -> Vec<PathBuf> {
     let mut v = root.read_dir(dir).unwrap_or_default();
     v.sort();
     v
 }
 
-fn tensorflow(
-    root: &Root,
-    dir: &Path,
-    fw: &mut Framework,
-    scan: &mut Scan,
-    errors: &mut Vec<ProbeError>,
-) {
-    // Entry points: libtensorflow_framework.so.N holds dso_loader; the pywrap module loads it.
-    let mut entries: Vec<PathBuf> = Vec::new();
-    for d in [dir.to_path_buf(), dir.join("python")] {
-        for p in file_names(root, &d) {
-            let n = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if n.starts_with("libtensorflow_framework.so")
-                || n.starts_with("_pywrap_tensorflow_internal")
-            {
-                entries.push(p);
-            }
-        }
-    }
-    entries.sort_by_key(|p| !p.to_string_lossy().contains("libtensorflow_framework"));
-    for e in &entries {
-        fw.entry_points.push(e.to_string_lossy().into_owned());
-    }
-    scan.dlopen_requester = entries
-        .first()
-        .cloned()
-        .unwrap_or_else(|| dir.join("python/_pywrap_tensorflow_internal.so"));
-    for e in &entries {
-        needed_of(root, e, fw, errors);
-    }
-    let req = scan.dlopen_requester.clone();
-
-    let bi_path = dir.join("python/platform/build_info.py");
-    if let Some(bi) = read_text(root, &bi_path, errors) {
-        let s = |k: &str| match py_value(&bi, k) {
-            Some(PyValue::Str(v)) => Some(v),
-            _ => None,
-        };
-        fw.cuda_version = s("cuda_version").or_else(|| s("cuda_version_number"));
-        fw.cudnn_version = s("cudnn_version").or_else(|| s("cudnn_version_number"));
-        if let Some(PyValue::Bool(b)) = py_value(&bi, "is_cuda_build") {
-            fw.is_cuda_build = Some(b);
-        }
-        if let Some(PyValue::List(l)) = py_value(&bi, "cuda_compute_capabilities") {
-            fw.compute_capabilities = l;
-        }
-    }
-    let h_path = dir.join("include/external/local_config_cuda/cuda/cuda/cuda_config.h");
-    let header = read_text(root, &h_path, errors);
-    let hp = h_path.to_string_lossy().into_owned();
-    if let Some(h) = &header {
-        let d = |n: &str| c_define(h, n);
-        if fw.cuda_version.is_none() {
-            fw.cuda_version = d("TF_CUDA_VERSION");
-        }
-        if fw.cudnn_version.is_none() {
-            fw.cudnn_version = d("TF_CUDNN_VERSION");
-        }
-        let cudart = d("TF_CUDART_VERSION");
-        let cublas = d("TF_CUBLAS_VERSION");
-        for (lib, mac, v) in [
-            ("cudart", "TF_CUDART_VERSION", cudart.clone()),
-            ("cublas", "TF_CUBLAS_VERSION", cublas.clone()),
-            ("cublasLt", "TF_CUBLAS_VERSION", cublas.clone()),
-            ("cusolver", "TF_CUSOLVER_VERSION", d("TF_CUSOLVER_VERSION")),
-            ("curand", "TF_CURAND_VERSION", d("TF_CURAND_VERSION")),
-            ("cufft", "TF_CUFFT_VERSION", d("TF_CUFFT_VERSION")),
-            ("cusparse", "TF_CUSPARSE_VERSION", d("TF_CUSPARSE_VERSION")),
-            ("cudnn", "TF_CUDNN_VERSION", d("TF_CUDNN_VERSION")),
-            ("nvinfer", "TF_TENSORRT_VERSION", d("TF_TENSORRT_VERSION")),
-        ] {
-            // cuBLASLt exists from CUDA 10.1 on.
-            if lib == "cublasLt"
-                && fw
-                    .cuda_version
-                    .as_deref()
-                    .is_some_and(|c| c.starts_with("10.0") || c.starts_with("9."))
-            {
-                continue;
-            }
-            if let Some(v) = v.filter(|v| !v.is_empty()) {
-                want(fw, format!("lib{lib}.so.{v}"), format!("{hp} {mac}"), &req);
-            }
-        }
-        if let Some(cuda) = d("TF_CUDA_VERSION") {
-            let major: u64 = cuda
-                .split('.')
-                .next()
-                .and_then(|m| m.parse().ok())
-                .unwrap_or(0);
-            let (v, why) = match (d("TF_CUPTI_VERSION"), &cudart, major >= 12) {
-                (Some(c), _, _) => (c, "TF_CUPTI_VERSION"),
-                (None, Some(c), true) => (c.clone(), "TF_CUDART_VERSION (CUDA >= 12)"),
-                _ => (cuda.clone(), "TF_CUDA_VERSION"),
-            };
-            want(fw, format!("libcupti.so.{v}"), format!("{hp} {why}"), &req);
-        }
-    } else if let Some(cuda) = fw
-        .cuda_version
-        .clone()
-        .filter(|_| fw.is_cuda_build != Some(false))
-    {
-        // No header: cudart and cupti follow from the CUDA version by cuda_configure.bzl's rule.
-        let ev = format!(
-            "{} cuda_version (derived: cuda_configure.bzl)",
-            bi_path.display()
-        );
-        let parts: Vec<u64> = cuda.split('.').filter_map(|p| p.parse().ok()).collect();
-        let (ma, mi) = (
-            parts.first().copied().unwrap_or(0),
-            parts.get(1).copied().unwrap_or(0),
-        );
-        let cudart = match ma {
-            0 => None,
-            11 => Some("11.0".to_string()),
-            m if m >= 12 => Some(m.to_string()),
-            _ => Some(format!("{ma}.{mi}")),
-        };
-        if let Some(c) = &cudart {
-            want(fw, format!("libcudart.so.{c}"), ev.clone(), &req);
-            let cupti = if ma >= 12 {
-                c.clone()
-            } else {
-                format!("{ma}.{mi}")
-            };
-            want(fw, format!("libcupti.so.{cupti}"), ev.clone(), &req);
-        }
-        if let Some(cudnn) = fw.cudnn_version.clone() {
-            if let Some(m) = cudnn.split('.').next().filter(|m| !m.is_empty()) {
-                want(
-                    fw,
-                    format!("libcudnn.so.{m}"),
-                    format!("{} cudnn_version", bi_path.display()),
-                    &req,
-                );
-            }
-        }
-    }
-    if fw.is_cuda_build != Some(false) && (header.is_some() || fw.cuda_version.is_some()) {
-        want(
-            fw,
-            "libcuda.so.1".into(),
-            "TF dso_loader: libcuda is always libcuda.so.1".into(),
-            &req,
-        );
-    }
-}
-
-fn torch(
-    root: &Root,
-    dir: &Path,
-    fw: &mut Framework,
-    scan: &mut Scan,
-    errors: &mut Vec<ProbeError>,
-) {
-    let vp = dir.join("version.py");
-    if let Some(text) = read_text(root, &vp, errors) {
-        if let Some(PyValue::Str(c)) = py_value(&text, "cuda") {
-            fw.cuda_version = Some(c);
-            fw.is_cuda_build = Some(true);
-        } else if let Some(PyValue::None) = py_value(&text, "cuda") {
-            fw.is_cuda_build = Some(false);
-        }
-    }
-    let mut entries: Vec<PathBuf> = file_names(root, dir)
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .map(|n| n.to_string_lossy())
-                .is_some_and(|n| n.starts_with("_C") && n.ends_with(".so"))
-        })
-        .collect();
-    let lib = dir.join("lib");
-    entries.extend(file_names(root, &lib).into_iter().filter(|p| {
-        p.file_name()
-            .map(|n| n.to_string_lossy())
-            .is_some_and(|n| n.contains(".so") && family(&n).is_none())
-    }));
-    entries.truncate(MAX_SCANNED);
-    // dlopen from libtorch_cuda (NVRTC, cuDNN sub-libraries) or else _C.
-    scan.dlopen_requester = entries
-        .iter()
-        .find(|p| p.ends_with("libtorch_cuda.so"))
-        .or_else(|| entries.first())
-        .cloned()
-        .unwrap_or_else(|| dir.join("_C.so"));
-    for e in &entries {
-        fw.entry_points.push(e.to_string_lossy().into_owned());
-        needed_of(root, e, fw, errors);
-    }
-}
-
 /// Record the CUDA-family DT_NEEDED of `path` as wants; notes RPATHs into `nvidia/`.
-fn needed_of(root: &Root, path: &Path, fw: &mut Framework, errors: &mut Vec<ProbeError>) {
+pub(crate) fn needed_of(
+    root: &Root,
+    path: &Path,
+    fw: &mut Framework,
+    errors: &mut Vec<ProbeError>,
+) {
     match elf::read(root, path) {
         Ok(info) => {
             if info
@@ -772,6 +677,8 @@ mod tests {
         assert_eq!(family("libcudnn_ops.so.9"), Some("cudnn"));
         assert_eq!(family("libcublasLt.so.12"), Some("cublasLt"));
         assert_eq!(family("libtorch_cuda.so"), None);
+        assert_eq!(family("libcudart-80664282.so.10.2"), Some("cudart"));
+        assert_eq!(family("libnvrtc-builtins.so.13.2"), Some("nvrtc-builtins"));
         assert_eq!(soname_major("libcudart.so.11.0"), Some(11));
         assert_eq!(soname_major("libnvrtc.so"), None);
         assert_eq!(cuda_major_from_name("cupy-cuda12x"), Some(12));
