@@ -154,6 +154,9 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String]) -> Outcome {
         }
     }
     let culprit = failing_part(rule, root);
+    // The subject exists (checked above), so a fact under it that is absent was probed and is
+    // empty: that absence is itself the contradicting fact.
+    let subject_var = rule.scope.binding().map(|(_, var)| format!("{var}."));
     let mut evidence = Vec::new();
     let mut absent = Vec::new();
     for (probe, fact) in probes(culprit, &mut Vec::new()) {
@@ -164,6 +167,12 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String]) -> Outcome {
         let found = eval::run_rule(&sub, root, &rule.params, &index);
         match found.into_iter().find(|h| !h.evidence.is_empty()) {
             Some(h) => evidence.extend(h.evidence.into_iter().filter(|e| !is_big(&e.value))),
+            None if subject_var.as_ref().is_some_and(|v| fact.starts_with(v.as_str())) => {
+                evidence.push(Evidence {
+                    path: fact,
+                    value: Value::Null,
+                })
+            }
             None => absent.push(fact),
         }
     }
@@ -294,6 +303,7 @@ fn is_big(v: &Value) -> bool {
 
 fn short(v: &Value) -> String {
     match v {
+        Value::Null => "absent".into(),
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
