@@ -153,6 +153,22 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String]) -> Outcome {
             };
         }
     }
+    // A library rule is judged on the libraries the log names.
+    let narrowed;
+    let root = if bind {
+        let mut r = root.clone();
+        if let Some(Value::Array(libs)) = r.get_mut("libraries") {
+            libs.retain(|l| {
+                l.get("soname")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| names.iter().any(|n| n == s))
+            });
+        }
+        narrowed = r;
+        &narrowed
+    } else {
+        root
+    };
     let culprit = failing_part(rule, root);
     // The subject exists (checked above), so a fact under it that is absent was probed and is
     // empty: that absence is itself the contradicting fact.
