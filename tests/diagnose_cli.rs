@@ -52,7 +52,10 @@ fn binary_utf16_and_missing_files_are_refused_naming_the_file() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{path:?}: {err}");
         assert!(err.contains(want), "{path:?}: {err}");
-        assert!(err.contains(&*path.file_name().unwrap().to_string_lossy()), "{err}");
+        assert!(
+            err.contains(&*path.file_name().unwrap().to_string_lossy()),
+            "{err}"
+        );
         assert!(!err.contains("panicked"), "{err}");
     }
 }
@@ -72,7 +75,10 @@ fn a_latin1_log_is_read_and_still_matched() {
         .output()
         .unwrap();
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(r["diagnoses"][0]["rule"], "numpy2-with-numpy1-build", "{r:#}");
+    assert_eq!(
+        r["diagnoses"][0]["rule"], "numpy2-with-numpy1-build",
+        "{r:#}"
+    );
     assert!(
         r["notes"][0].as_str().unwrap().contains("read as Latin-1"),
         "{r:#}"
@@ -91,7 +97,10 @@ fn stdin_text_and_markdown_and_nothing_matched() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     // No checkpoint inspected: plausible, and it says how to get the fact.
-    assert!(text.contains("PLAUSIBLE  ckpt-torch-needs-weights-only-false"), "{text}");
+    assert!(
+        text.contains("PLAUSIBLE  ckpt-torch-needs-weights-only-false"),
+        "{text}"
+    );
     assert!(text.contains("--checkpoint PATH"), "{text}");
     assert!(text.contains("Weights only load failed"), "{text}");
     assert_eq!(out.status.code(), Some(1));
@@ -103,7 +112,10 @@ fn stdin_text_and_markdown_and_nothing_matched() {
         .unwrap();
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.starts_with("## envdoctor diagnose"), "{md}");
-    assert!(md.contains("### PLAUSIBLE: `ckpt-torch-needs-weights-only-false`"), "{md}");
+    assert!(
+        md.contains("### PLAUSIBLE: `ckpt-torch-needs-weights-only-false`"),
+        "{md}"
+    );
     // A real error no rule knows: the three nearest rules by text.
     let out = envdoctor()
         .args(["diagnose", "--format", "json", "-"])
@@ -122,7 +134,15 @@ fn stdin_text_and_markdown_and_nothing_matched() {
 #[ignore = "streams 1 GiB through the debug build (minutes); bench/diagnose.sh measures the release build"]
 fn a_1_gib_log_is_streamed_with_bounded_memory() {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envdoctor"))
-        .args(["diagnose", "-", "--format", "json", "--no-load", "--root", "/nonexistent-is-not-probed"])
+        .args([
+            "diagnose",
+            "-",
+            "--format",
+            "json",
+            "--no-load",
+            "--root",
+            "/nonexistent-is-not-probed",
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -169,11 +189,20 @@ fn run_streams_the_output_and_diagnoses_a_failing_python_script_keeping_its_stat
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(stdout, "epoch 1 loss 0.5\n", "the command's stdout passes unchanged");
+    assert_eq!(
+        stdout, "epoch 1 loss 0.5\n",
+        "the command's stdout passes unchanged"
+    );
     assert!(stderr.starts_with("warming up\n"), "{stderr}");
-    assert!(stderr.contains("ModuleNotFoundError: No module named 'tf_keras'"), "{stderr}");
+    assert!(
+        stderr.contains("ModuleNotFoundError: No module named 'tf_keras'"),
+        "{stderr}"
+    );
     assert!(stderr.contains("exited with status 1"), "{stderr}");
-    assert!(stderr.contains("legacy-keras-requested-without-tf-keras"), "{stderr}");
+    assert!(
+        stderr.contains("legacy-keras-requested-without-tf-keras"),
+        "{stderr}"
+    );
     assert_eq!(out.status.code(), Some(1));
 
     // Another status is kept as is; a success is not diagnosed.
@@ -198,7 +227,11 @@ fn run_streams_the_output_and_diagnoses_a_failing_python_script_keeping_its_stat
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // A command that does not exist: the shell's 127.
     let out = envdoctor()
         .args(["run", "--", "/nonexistent/cmd"])

@@ -182,7 +182,8 @@ fn cases() -> Vec<Case> {
                     let site = m.path("/usr/local/lib/python3.8/dist-packages");
                     let meta = site.join("tensorflow_gpu-2.4.0.dist-info/METADATA");
                     let text = std::fs::read_to_string(&meta).unwrap();
-                    std::fs::write(&meta, text.replace("Version: 2.4.0", "Version: 2.5.0")).unwrap();
+                    std::fs::write(&meta, text.replace("Version: 2.4.0", "Version: 2.5.0"))
+                        .unwrap();
                     std::fs::rename(
                         site.join("tensorflow_gpu-2.4.0.dist-info"),
                         site.join("tensorflow_gpu-2.5.0.dist-info"),
@@ -244,7 +245,12 @@ fn the_same_logs_inside_5000_lines_of_training_output_give_the_same_answer() {
     let dir = tempfile::tempdir().unwrap();
     for c in cases() {
         let body = std::fs::read_to_string(log(c.log)).unwrap();
-        let text = format!("{}{}{}", training_noise(2500, 0), body, training_noise(2500, 7));
+        let text = format!(
+            "{}{}{}",
+            training_noise(2500, 0),
+            body,
+            training_noise(2500, 7)
+        );
         let noisy = dir.path().join(c.log.replace('/', "_"));
         std::fs::write(&noisy, text).unwrap();
         let (m, extra) = (c.build)(true);
@@ -252,8 +258,14 @@ fn the_same_logs_inside_5000_lines_of_training_output_give_the_same_answer() {
         let (code, r) = diagnose(&noisy, m.root(), &m.env, &extra);
         assert_confirmed_first(&r, code, c.rule);
         // The matched lines are the excerpt's, numbered in the noisy file.
-        let first = r["diagnoses"][0]["matched_lines"][0]["line"].as_u64().unwrap();
-        assert!(first > 2500, "{c:?} matched noise at line {first}", c = c.log);
+        let first = r["diagnoses"][0]["matched_lines"][0]["line"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            first > 2500,
+            "{c:?} matched noise at line {first}",
+            c = c.log
+        );
         // The noise alone matches nothing.
     }
     let quiet = dir.path().join("noise.log");
@@ -267,13 +279,24 @@ fn the_same_logs_inside_5000_lines_of_training_output_give_the_same_answer() {
 #[test]
 fn a_gpu_log_on_a_machine_without_its_facts_is_plausible_and_names_the_missing_fact() {
     let m = venv_with(&[("torch", "2.5.1")]);
-    let (code, r) = diagnose(&log("quoted/torch_nvjitlink_symbol.log"), m.root(), &m.env, &[]);
+    let (code, r) = diagnose(
+        &log("quoted/torch_nvjitlink_symbol.log"),
+        m.root(),
+        &m.env,
+        &[],
+    );
     let top = &r["diagnoses"][0];
     assert_eq!(top["verdict"], "plausible", "{r:#}");
     assert_eq!(top["rule"], "library-missing-cuda-symbols", "{r:#}");
     let missing = &top["missing_facts"][0];
-    assert!(missing["fact"].as_str().unwrap().contains("libraries"), "{top:#}");
-    assert!(missing["how"].as_str().unwrap().contains("--from"), "{top:#}");
+    assert!(
+        missing["fact"].as_str().unwrap().contains("libraries"),
+        "{top:#}"
+    );
+    assert!(
+        missing["how"].as_str().unwrap().contains("--from"),
+        "{top:#}"
+    );
     assert_eq!(code, 1);
     // The events name the library and the symbol.
     let ev = r["events"]

@@ -243,7 +243,11 @@ pub fn run_cmd(a: RunArgs) -> Result<i32, Error> {
     {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
             eprintln!("envdoctor run: cannot run `{}`: {e}", a.command[0]);
             return Ok(code);
         }

@@ -183,7 +183,10 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String]) -> Outcome {
         let found = eval::run_rule(&sub, root, &rule.params, &index);
         match found.into_iter().find(|h| !h.evidence.is_empty()) {
             Some(h) => evidence.extend(h.evidence.into_iter().filter(|e| !is_big(&e.value))),
-            None if subject_var.as_ref().is_some_and(|v| fact.starts_with(v.as_str())) => {
+            None if subject_var
+                .as_ref()
+                .is_some_and(|v| fact.starts_with(v.as_str())) =>
+            {
                 evidence.push(Evidence {
                     path: fact,
                     value: Value::Null,
@@ -255,7 +258,14 @@ fn failing_part<'r>(rule: &'r Rule, root: &Value) -> &'r Cond {
 
 /// For every fact test in `c`: the same fact as an `exists` test under the same quantifiers,
 /// with the fact's path as written.
-fn probes(c: &Cond, quants: &mut Vec<(crate::rules::compile::Quant, crate::rules::path::Path, String)>) -> Vec<(Cond, String)> {
+fn probes(
+    c: &Cond,
+    quants: &mut Vec<(
+        crate::rules::compile::Quant,
+        crate::rules::path::Path,
+        String,
+    )>,
+) -> Vec<(Cond, String)> {
     let mut out = Vec::new();
     match c {
         Cond::All(items) | Cond::Any(items) => {

@@ -236,7 +236,11 @@ mod tests {
             "2021-01-04 10:00:01.123456: W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic library 'libcusolver.so.10'; dlerror: libcusolver.so.10: cannot open shared object file: No such file or directory",
             true,
         );
-        assert!(e.text.starts_with("Could not load dynamic library"), "{}", e.text);
+        assert!(
+            e.text.starts_with("Could not load dynamic library"),
+            "{}",
+            e.text
+        );
         assert_eq!(e.library.as_deref(), Some("libcusolver.so.10"));
         let e = event(
             1,
@@ -253,7 +257,11 @@ mod tests {
         );
         assert!(e.text.starts_with("Loaded runtime"), "{}", e.text);
         assert_eq!(e.versions, vec!["8.9.4", "8.9.6"]);
-        let e = event(3, "_pickle.UnpicklingError: Weights only load failed.", true);
+        let e = event(
+            3,
+            "_pickle.UnpicklingError: Weights only load failed.",
+            true,
+        );
         assert_eq!(e.exception.as_deref(), Some("_pickle.UnpicklingError"));
         assert_eq!(e.message.as_deref(), Some("Weights only load failed."));
     }

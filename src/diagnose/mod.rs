@@ -122,24 +122,26 @@ pub struct Scan {
     stats: reader::Stats,
     events: VecDeque<Event>,
     matches: HashMap<usize, RuleMatch>,
-    tail: VecDeque<String>,
+    tail: VecDeque<Vec<u8>>,
 }
 
 /// Read `log` and match every line against the symptoms in `index`.
-pub fn scan<R: Read>(
-    log: R,
-    index: &SymptomIndex,
-) -> Result<Scan, reader::ReadError> {
+pub fn scan<R: Read>(log: R, index: &SymptomIndex) -> Result<Scan, reader::ReadError> {
     let mut events: VecDeque<Event> = VecDeque::new();
     let mut matches: HashMap<usize, RuleMatch> = HashMap::new();
-    let mut tail: VecDeque<String> = VecDeque::new();
+    let mut tail: VecDeque<Vec<u8>> = VecDeque::new();
     let stats = reader::for_each_line(log, |no, line| {
         if !index.screen(line) {
             if line.iter().any(|b| !b.is_ascii_whitespace()) {
-                if tail.len() == 10 {
-                    tail.pop_front();
-                }
-                tail.push_back(reader::decode(line).into_owned());
+                // Reuse the oldest buffer: no allocation per line once ten are kept.
+                let mut buf = if tail.len() == 10 {
+                    tail.pop_front().unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                buf.clear();
+                buf.extend_from_slice(line);
+                tail.push_back(buf);
             }
             return;
         }
@@ -208,7 +210,8 @@ pub fn diagnose(
             Verdict::Plausible => 1,
             Verdict::RuledOut => 0,
         };
-        let score = v * 1000 + u32::from(m.specificity) * 100 + sev * 10 + m.patterns.len().min(9) as u32;
+        let score =
+            v * 1000 + u32::from(m.specificity) * 100 + sev * 10 + m.patterns.len().min(9) as u32;
         diagnoses.push(Diagnosis {
             rule: rule.id.clone(),
             title: rule.title.clone(),
@@ -264,7 +267,7 @@ pub fn diagnose(
 
 /// The three rules whose text (title, what it looks like, symptoms) is nearest to the log's
 /// error lines (its exception lines, else its last lines).
-fn nearest(rules: &[Rule], events: &[Event], tail: &VecDeque<String>) -> Vec<Nearest> {
+fn nearest(rules: &[Rule], events: &[Event], tail: &VecDeque<Vec<u8>>) -> Vec<Nearest> {
     let mut queries: Vec<String> = events
         .iter()
         .rev()
@@ -272,7 +275,12 @@ fn nearest(rules: &[Rule], events: &[Event], tail: &VecDeque<String>) -> Vec<Nea
         .map(|e| e.text.to_lowercase())
         .collect();
     if queries.is_empty() {
-        queries = tail.iter().rev().take(5).map(|s| s.to_lowercase()).collect();
+        queries = tail
+            .iter()
+            .rev()
+            .take(5)
+            .map(|s| reader::decode(s).to_lowercase())
+            .collect();
     }
     if queries.is_empty() {
         return Vec::new();
@@ -282,9 +290,17 @@ fn nearest(rules: &[Rule], events: &[Event], tail: &VecDeque<String>) -> Vec<Nea
         .map(|r| {
             let mut texts = vec![r.title.to_lowercase()];
             if let Some(l) = &r.explain.looks_like {
-                texts.extend(l.lines().map(|l| l.trim().to_lowercase()).filter(|l| !l.is_empty()));
+                texts.extend(
+                    l.lines()
+                        .map(|l| l.trim().to_lowercase())
+                        .filter(|l| !l.is_empty()),
+                );
             }
-            texts.extend(r.symptoms.iter().map(|s| s.replace('\\', "").to_lowercase()));
+            texts.extend(
+                r.symptoms
+                    .iter()
+                    .map(|s| s.replace('\\', "").to_lowercase()),
+            );
             let best = queries
                 .iter()
                 .flat_map(|q| texts.iter().map(move |t| strsim::sorensen_dice(q, t)))

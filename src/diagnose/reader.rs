@@ -36,10 +36,7 @@ pub struct Stats {
 /// Call `f(line_number, text)` for every line of `r` (1-based numbers; a `\r`-split line gives
 /// each non-empty segment under the same number). `text` has ANSI sequences and the line ending
 /// removed and is valid UTF-8 only after [`decode`]; matching works on bytes.
-pub fn for_each_line<R: Read>(
-    mut r: R,
-    mut f: impl FnMut(u64, &[u8]),
-) -> Result<Stats, ReadError> {
+pub fn for_each_line<R: Read>(mut r: R, mut f: impl FnMut(u64, &[u8])) -> Result<Stats, ReadError> {
     let mut st = Stats::default();
     let mut chunk = vec![0u8; CHUNK];
     let mut carry: Vec<u8> = Vec::new();
@@ -186,7 +183,12 @@ fn sniff(head: &[u8]) -> Result<(), ReadError> {
     if nuls == 0 {
         return Ok(());
     }
-    let odd_nuls = sample.iter().skip(1).step_by(2).filter(|&&b| b == 0).count();
+    let odd_nuls = sample
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .filter(|&&b| b == 0)
+        .count();
     let even_nuls = sample.iter().step_by(2).filter(|&&b| b == 0).count();
     let half = sample.len() / 2;
     if half > 0 && (odd_nuls * 10 >= half * 8 || even_nuls * 10 >= half * 8) {

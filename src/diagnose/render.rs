@@ -52,11 +52,7 @@ pub fn text(r: &Report, st: &Style) -> String {
         Verdict::Plausible => st.warning(label(top.verdict)),
         Verdict::RuledOut => st.dim(label(top.verdict)),
     };
-    s.push_str(&format!(
-        "{tag}  {}  {}\n",
-        st.bold(&top.rule),
-        top.title
-    ));
+    s.push_str(&format!("{tag}  {}  {}\n", st.bold(&top.rule), top.title));
     if let Some(subj) = &top.subject {
         s.push_str(&format!("  for {subj}\n"));
     }
