@@ -33,16 +33,6 @@ pub struct Hit {
     pub specificity: u8,
 }
 
-fn exception_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"(?-u)^(?:Traceback \(most recent call last\)|(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Failure)(?::\s|:$|$))",
-        )
-        .unwrap_or_else(|e| unreachable!("fixed regex: {e}"))
-    })
-}
-
 impl SymptomIndex {
     /// Compile the symptoms of `rules`. A regex the byte engine refuses is skipped (rule
     /// compilation has already validated it as text).
@@ -72,12 +62,21 @@ impl SymptomIndex {
             .build()
             .unwrap_or_else(|_| RegexSet::empty());
         let mut alt: Vec<String> = patterns.iter().map(|p| format!("(?:{p})")).collect();
-        alt.push(format!("(?:{})", exception_re().as_str()));
+        // Exception lines, led by a literal (so the whole alternation keeps a literal
+        // prefilter); the exact shape is checked per line by `event`.
+        alt.push(
+            r"(?:(?:Error|Exception|Exit|Failure)(?::\s|:$|$)|Traceback \(most recent call last\))"
+                .into(),
+        );
         let screen = RegexBuilder::new(&alt.join("|"))
             .unicode(false)
+            .multi_line(true)
+            .crlf(true)
             .size_limit(64 << 20)
             .build()
-            .unwrap_or_else(|_| exception_re().clone());
+            .unwrap_or_else(|_| {
+                Regex::new(r"(?:Error|Exception)").unwrap_or_else(|e| unreachable!("fixed: {e}"))
+            });
         SymptomIndex {
             screen,
             set,
@@ -89,6 +88,11 @@ impl SymptomIndex {
     /// Whether the line could be an event (a symptom or an exception line); cheap.
     pub fn screen(&self, line: &[u8]) -> bool {
         self.screen.is_match(line)
+    }
+
+    /// The screening regex (multi-line), for [`super::reader::for_each_candidate`].
+    pub fn screen_regex(&self) -> &Regex {
+        &self.screen
     }
 
     /// The symptoms that match `line`, one [`Hit`] per (rule, regex).

@@ -122,27 +122,14 @@ pub struct Scan {
     stats: reader::Stats,
     events: VecDeque<Event>,
     matches: HashMap<usize, RuleMatch>,
-    tail: VecDeque<Vec<u8>>,
 }
 
 /// Read `log` and match every line against the symptoms in `index`.
 pub fn scan<R: Read>(log: R, index: &SymptomIndex) -> Result<Scan, reader::ReadError> {
     let mut events: VecDeque<Event> = VecDeque::new();
     let mut matches: HashMap<usize, RuleMatch> = HashMap::new();
-    let mut tail: VecDeque<Vec<u8>> = VecDeque::new();
-    let stats = reader::for_each_line(log, |no, line| {
+    let stats = reader::for_each_candidate(log, Some(index.screen_regex()), |no, line| {
         if !index.screen(line) {
-            if line.iter().any(|b| !b.is_ascii_whitespace()) {
-                // Reuse the oldest buffer: no allocation per line once ten are kept.
-                let mut buf = if tail.len() == 10 {
-                    tail.pop_front().unwrap_or_default()
-                } else {
-                    Vec::new()
-                };
-                buf.clear();
-                buf.extend_from_slice(line);
-                tail.push_back(buf);
-            }
             return;
         }
         let hits = index.hits(line);
@@ -183,7 +170,6 @@ pub fn scan<R: Read>(log: R, index: &SymptomIndex) -> Result<Scan, reader::ReadE
         stats,
         events,
         matches,
-        tail,
     })
 }
 
@@ -231,7 +217,7 @@ pub fn diagnose(
     diagnoses.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.rule.cmp(&b.rule)));
     let events: Vec<Event> = scan.events.into_iter().collect();
     let nearest = if diagnoses.is_empty() {
-        nearest(rules, &events, &scan.tail)
+        nearest(rules, &events, &scan.stats.tail)
     } else {
         Vec::new()
     };
@@ -267,7 +253,7 @@ pub fn diagnose(
 
 /// The three rules whose text (title, what it looks like, symptoms) is nearest to the log's
 /// error lines (its exception lines, else its last lines).
-fn nearest(rules: &[Rule], events: &[Event], tail: &VecDeque<Vec<u8>>) -> Vec<Nearest> {
+fn nearest(rules: &[Rule], events: &[Event], tail: &[u8]) -> Vec<Nearest> {
     let mut queries: Vec<String> = events
         .iter()
         .rev()
@@ -275,12 +261,14 @@ fn nearest(rules: &[Rule], events: &[Event], tail: &VecDeque<Vec<u8>>) -> Vec<Ne
         .map(|e| e.text.to_lowercase())
         .collect();
     if queries.is_empty() {
-        queries = tail
-            .iter()
-            .rev()
-            .take(5)
-            .map(|s| reader::decode(s).to_lowercase())
+        let text = reader::decode(tail).to_lowercase();
+        let mut lines: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
             .collect();
+        queries = lines.split_off(lines.len().saturating_sub(5));
     }
     if queries.is_empty() {
         return Vec::new();

@@ -3,6 +3,7 @@
 //! sequences removed, and the encoding sniffed from the first chunk (binary and UTF-16 input is
 //! refused with a message; bytes that are not UTF-8 are read as Latin-1).
 
+use regex::bytes::Regex;
 use std::borrow::Cow;
 use std::io::{self, Read};
 
@@ -31,18 +32,36 @@ pub struct Stats {
     pub long_lines: u64,
     /// Lines that were not valid UTF-8 (read as Latin-1).
     pub non_utf8_lines: u64,
+    /// The last [`TAIL`] bytes of the input, as read.
+    pub tail: Vec<u8>,
 }
+
+/// How much of the end of the input [`Stats::tail`] keeps.
+pub const TAIL: usize = 4096;
 
 /// Call `f(line_number, text)` for every line of `r` (1-based numbers; a `\r`-split line gives
 /// each non-empty segment under the same number). `text` has ANSI sequences and the line ending
 /// removed and is valid UTF-8 only after [`decode`]; matching works on bytes.
-pub fn for_each_line<R: Read>(mut r: R, mut f: impl FnMut(u64, &[u8])) -> Result<Stats, ReadError> {
+pub fn for_each_line<R: Read>(r: R, f: impl FnMut(u64, &[u8])) -> Result<Stats, ReadError> {
+    for_each_candidate(r, None, f)
+}
+
+/// Like [`for_each_line`], but with a `screen` (a multi-line regex) only the lines it matches
+/// are passed to `f`: a block of complete lines that is UTF-8 and free of ANSI escapes is
+/// searched as a whole, and only the lines holding a match are cut out. Other blocks go line by
+/// line. Line numbers and [`Stats`] are the same either way.
+pub fn for_each_candidate<R: Read>(
+    mut r: R,
+    screen: Option<&Regex>,
+    mut f: impl FnMut(u64, &[u8]),
+) -> Result<Stats, ReadError> {
     let mut st = Stats::default();
     let mut chunk = vec![0u8; CHUNK];
     let mut carry: Vec<u8> = Vec::new();
     let mut cut = false;
     let mut first = true;
     let mut scratch = Vec::new();
+    let mut stripped = Vec::new();
     loop {
         let n = match r.read(&mut chunk) {
             Ok(0) => break,
@@ -57,24 +76,61 @@ pub fn for_each_line<R: Read>(mut r: R, mut f: impl FnMut(u64, &[u8])) -> Result
             data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
         }
         st.bytes += n as u64;
+        keep_tail(&mut st.tail, data);
         let mut start = 0;
-        for nl in memchr::memchr_iter(b'\n', data) {
-            let piece = &data[start..nl];
-            start = nl + 1;
+        // The line that began in an earlier chunk.
+        if !carry.is_empty() || cut {
+            let Some(nl) = memchr::memchr(b'\n', data) else {
+                push_capped(&mut carry, data, &mut cut);
+                continue;
+            };
+            push_capped(&mut carry, &data[..nl], &mut cut);
             st.lines += 1;
-            if carry.is_empty() && !cut {
-                emit(st.lines, piece, &mut st, &mut scratch, &mut f);
-            } else {
-                push_capped(&mut carry, piece, &mut cut);
-                if cut {
-                    st.long_lines += 1;
+            if cut {
+                st.long_lines += 1;
+            }
+            emit(st.lines, &carry, &mut st, &mut scratch, &mut f);
+            carry.clear();
+            cut = false;
+            start = nl + 1;
+        }
+        let end = memchr::memrchr(b'\n', &data[start..]).map_or(start, |i| start + i + 1);
+        let block = &data[start..end];
+        let utf8 = std::str::from_utf8(block).is_ok();
+        // Colour codes removed from the whole block first (newlines stay where they are).
+        let block: &[u8] = if screen.is_some() && utf8 && memchr::memchr(0x1b, block).is_some() {
+            strip_ansi(block, &mut stripped);
+            &stripped
+        } else {
+            block
+        };
+        match screen {
+            Some(re) if utf8 => {
+                let mut pos = 0;
+                while pos < block.len() {
+                    let Some(m) = re.find_at(block, pos) else {
+                        st.lines += count_lines(&block[pos..]);
+                        break;
+                    };
+                    let at = m.start().min(block.len() - 1);
+                    let ls = memchr::memrchr(b'\n', &block[pos..at]).map_or(pos, |i| pos + i + 1);
+                    st.lines += count_lines(&block[pos..ls]);
+                    let le = memchr::memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i);
+                    st.lines += 1;
+                    emit(st.lines, &block[ls..le], &mut st, &mut scratch, &mut f);
+                    pos = le + 1;
                 }
-                emit(st.lines, &carry, &mut st, &mut scratch, &mut f);
-                carry.clear();
-                cut = false;
+            }
+            _ => {
+                let mut s = 0;
+                for nl in memchr::memchr_iter(b'\n', block) {
+                    st.lines += 1;
+                    emit(st.lines, &block[s..nl], &mut st, &mut scratch, &mut f);
+                    s = nl + 1;
+                }
             }
         }
-        push_capped(&mut carry, &data[start..], &mut cut);
+        push_capped(&mut carry, &data[end..], &mut cut);
     }
     if !carry.is_empty() {
         st.lines += 1;
@@ -84,6 +140,22 @@ pub fn for_each_line<R: Read>(mut r: R, mut f: impl FnMut(u64, &[u8])) -> Result
         emit(st.lines, &carry, &mut st, &mut scratch, &mut f);
     }
     Ok(st)
+}
+
+fn count_lines(s: &[u8]) -> u64 {
+    memchr::memchr_iter(b'\n', s).count() as u64
+}
+
+fn keep_tail(tail: &mut Vec<u8>, data: &[u8]) {
+    if data.len() >= TAIL {
+        tail.clear();
+        tail.extend_from_slice(&data[data.len() - TAIL..]);
+    } else {
+        tail.extend_from_slice(data);
+        if tail.len() > TAIL {
+            tail.drain(..tail.len() - TAIL);
+        }
+    }
 }
 
 fn push_capped(carry: &mut Vec<u8>, piece: &[u8], cut: &mut bool) {
@@ -134,23 +206,25 @@ pub fn strip_ansi(line: &[u8], out: &mut Vec<u8>) {
     out.clear();
     let mut i = 0;
     while i < line.len() {
-        let b = line[i];
-        if b != 0x1b {
-            out.push(b);
-            i += 1;
-            continue;
-        }
+        let Some(esc) = memchr::memchr(0x1b, &line[i..]) else {
+            out.extend_from_slice(&line[i..]);
+            break;
+        };
+        out.extend_from_slice(&line[i..i + esc]);
+        i += esc;
         match line.get(i + 1) {
             Some(b'[') => {
                 i += 2;
-                while i < line.len() && !(0x40..=0x7e).contains(&line[i]) {
+                while i < line.len() && !(0x40..=0x7e).contains(&line[i]) && line[i] != b'\n' {
                     i += 1;
                 }
-                i += 1;
+                if line.get(i) != Some(&b'\n') {
+                    i += 1;
+                }
             }
             Some(b']') => {
                 i += 2;
-                while i < line.len() {
+                while i < line.len() && line[i] != b'\n' {
                     if line[i] == 0x07 {
                         i += 1;
                         break;
@@ -162,8 +236,8 @@ pub fn strip_ansi(line: &[u8], out: &mut Vec<u8>) {
                     i += 1;
                 }
             }
+            Some(b'\n') | None => i += 1,
             Some(_) => i += 2,
-            None => i += 1,
         }
     }
 }
@@ -264,5 +338,42 @@ mod tests {
         }
         let (l, st) = lines(b"");
         assert!(l.is_empty() && st.lines == 0);
+    }
+
+    #[test]
+    fn screening_blocks_gives_the_same_lines_numbers_and_stats() {
+        let re = regex::bytes::RegexBuilder::new(r"(?m)^Error: \w+|boom")
+            .crlf(true)
+            .build()
+            .unwrap();
+        let mut input = Vec::new();
+        for i in 0..20_000 {
+            match i % 997 {
+                0 => input.extend_from_slice(format!("Error: e{i}\r\n").as_bytes()),
+                5 => input.extend_from_slice(format!("x\ry boom {i}\n").as_bytes()),
+                7 => input.extend_from_slice(b"\x1b[1mboom\x1b[0m\n"),
+                _ => input.extend_from_slice(format!("step {i} loss 0.{i}\n").as_bytes()),
+            }
+        }
+        input.extend_from_slice(b"tail boom");
+        let mut all = Vec::new();
+        let st_all = for_each_line(&input[..], |n, l| {
+            if re.is_match(l) {
+                all.push((n, l.to_vec()))
+            }
+        })
+        .unwrap();
+        let mut screened = Vec::new();
+        let st = for_each_candidate(&input[..], Some(&re), |n, l| {
+            if re.is_match(l) {
+                screened.push((n, l.to_vec()))
+            }
+        })
+        .unwrap();
+        assert_eq!(all, screened);
+        assert!(all.len() > 40, "{}", all.len());
+        assert_eq!(st.lines, st_all.lines);
+        assert_eq!(st.lines, 20_001);
+        assert!(st.tail.ends_with(b"tail boom") && st.tail.len() == TAIL);
     }
 }
