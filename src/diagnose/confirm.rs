@@ -78,7 +78,11 @@ fn how_to_get(section: &str) -> &'static str {
 pub fn confirm(rule: &Rule, root: &Value, names: &[String]) -> Outcome {
     let index = eval::Index::default();
     let hits = eval::run_rule(rule, root, &rule.params, &index);
-    let unrendered = || rule.fix.render(&|_| None);
+    // Not confirmed: facts the fix names are shown as `<path>`.
+    let unrendered = || {
+        rule.fix
+            .render(&|p| Some(Value::String(format!("<{}>", p.text))))
+    };
     let bind = rule.scope == Scope::Library && !names.is_empty();
     let bound: Vec<&eval::Hit> = hits
         .iter()
