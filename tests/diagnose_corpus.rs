@@ -120,6 +120,16 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            log: "keras3_reads_keras2_keras.log",
+            rule: "ckpt-keras2-keras-file-with-keras3",
+            fact: "packages[keras].version",
+            build: |real| {
+                let m = venv_with(&[("keras", if real { "3.15.1" } else { "2.15.0" })]);
+                m.checkpoint("tf_keras_2.keras", "/home/u/model.keras");
+                (m, vec!["--checkpoint".into(), "/home/u/model.keras".into()])
+            },
+        },
+        Case {
             log: "tf_name_based_restore.log",
             rule: "ckpt-tf1-name-based-with-tf2",
             fact: "version",
