@@ -318,3 +318,44 @@ fn a_gpu_log_on_a_machine_without_its_facts_is_plausible_and_names_the_missing_f
     assert_eq!(ev["library"], "libcusparse.so.12");
     assert_eq!(ev["exception"], "ImportError");
 }
+
+#[test]
+fn the_interpreter_the_traceback_names_is_the_one_judged() {
+    // The real log's frames name /tmp/tmp.zeajX82rIg/tf215/lib/python3.11/site-packages.
+    let logged = "/tmp/tmp.zeajX82rIg/tf215";
+    let bad = [("tensorflow-cpu", "2.15.1"), ("numpy", "2.1.3")];
+    let good = [("tensorflow-cpu", "2.15.1"), ("numpy", "1.26.4")];
+    let two = |logged_pk: &[(&str, &str)], other_pk: &[(&str, &str)]| {
+        let mut m = Machine::new();
+        m.venv("3.11", logged, logged_pk);
+        m.venv("3.11", "/home/u/venv", other_pk);
+        m.env(
+            "PATH",
+            &format!("{logged}/bin:/home/u/venv/bin:/usr/bin:/bin"),
+        );
+        m
+    };
+    let log = log("numpy2_with_tf215.log");
+    // The interpreter that ran has numpy 2: confirmed for it, not for the other.
+    let m = two(&bad, &good);
+    let (code, r) = diagnose(&log, m.root(), &m.env, &[]);
+    assert_confirmed_first(&r, code, "numpy2-with-numpy1-build");
+    assert!(
+        r["diagnoses"][0]["subject"]
+            .as_str()
+            .unwrap()
+            .contains("tf215"),
+        "{r:#}"
+    );
+    // Only another interpreter has numpy 2: the one that ran is fine, so it is ruled out.
+    let m = two(&good, &bad);
+    let (code, r) = diagnose(&log, m.root(), &m.env, &[]);
+    let d = diagnosis(&r, "numpy2-with-numpy1-build");
+    assert_eq!(d["verdict"], "ruled-out", "{d:#}");
+    let msg = d["message"].as_str().unwrap();
+    assert!(
+        msg.contains("tf215") && msg.contains("/home/u/venv"),
+        "{msg}"
+    );
+    assert_eq!(code, 1);
+}

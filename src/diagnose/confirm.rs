@@ -73,9 +73,10 @@ fn how_to_get(section: &str) -> &'static str {
     }
 }
 
-/// Confirm `rule` on `root` (a snapshot as JSON). `names` are what the log names that could be
-/// the rule's subject (sonames, for library rules).
-pub fn confirm(rule: &Rule, root: &Value, names: &[String]) -> Outcome {
+/// Confirm `rule` on `root` (a snapshot as JSON). The log binds the rule's subject: `names`
+/// (sonames the matched lines name) for library rules, `sites` (site-packages directories its
+/// traceback frames name) for interpreter rules.
+pub fn confirm(rule: &Rule, root: &Value, names: &[String], sites: &[String]) -> Outcome {
     let index = eval::Index::default();
     let hits = eval::run_rule(rule, root, &rule.params, &index);
     // Not confirmed: facts the fix names are shown as `<path>`.
@@ -83,15 +84,20 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String]) -> Outcome {
         rule.fix
             .render(&|p| Some(Value::String(format!("<{}>", p.text))))
     };
-    let bind = rule.scope == Scope::Library && !names.is_empty();
+    let targets: Vec<String> = match rule.scope {
+        Scope::Library => names.to_vec(),
+        Scope::Interpreter => interpreters_that_ran(root, sites),
+        _ => Vec::new(),
+    };
+    let bind = !targets.is_empty();
+    let is_target = |subject: &str| match rule.scope {
+        Scope::Interpreter => targets.iter().any(|p| subject == format!("pythons[{p}]")),
+        _ => targets.iter().any(|n| subject.contains(n.as_str())),
+    };
+    let names = &targets;
     let bound: Vec<&eval::Hit> = hits
         .iter()
-        .filter(|h| {
-            !bind
-                || h.subject
-                    .as_deref()
-                    .is_some_and(|s| names.iter().any(|n| s.contains(n.as_str())))
-        })
+        .filter(|h| !bind || h.subject.as_deref().is_some_and(is_target))
         .collect();
     if let Some(h) = bound.first() {
         return Outcome {
@@ -128,6 +134,7 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String]) -> Outcome {
             .and_then(Value::as_array)
             .is_none_or(|a| a.is_empty());
         let unnamed = bind
+            && rule.scope == Scope::Library
             && root
                 .get(section)
                 .and_then(Value::as_array)
@@ -157,13 +164,17 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String]) -> Outcome {
             };
         }
     }
-    // A library rule is judged on the libraries the log names.
+    // A scoped rule is judged on the subjects the log names.
     let narrowed;
     let root = if bind {
         let mut r = root.clone();
-        if let Some(Value::Array(libs)) = r.get_mut("libraries") {
-            libs.retain(|l| {
-                l.get("soname")
+        let (section, key) = match rule.scope {
+            Scope::Interpreter => ("pythons", "path"),
+            _ => ("libraries", "soname"),
+        };
+        if let Some(Value::Array(items)) = r.get_mut(section) {
+            items.retain(|l| {
+                l.get(key)
                     .and_then(Value::as_str)
                     .is_some_and(|s| names.iter().any(|n| n == s))
             });
@@ -241,6 +252,32 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String]) -> Outcome {
         missing: Vec::new(),
         fix: unrendered(),
     }
+}
+
+/// The interpreters of `root` whose `sys.path` holds one of `sites`.
+fn interpreters_that_ran(root: &Value, sites: &[String]) -> Vec<String> {
+    let Some(Value::Array(pythons)) = root.get("pythons") else {
+        return Vec::new();
+    };
+    let on_path = |p: &Value| {
+        p.get("sys_path")
+            .and_then(Value::as_array)
+            .is_some_and(|entries| {
+                entries.iter().any(|e| {
+                    e.get("path").and_then(Value::as_str).is_some_and(|d| {
+                        sites
+                            .iter()
+                            .any(|s| s.trim_end_matches('/') == d.trim_end_matches('/'))
+                    })
+                })
+            })
+    };
+    pythons
+        .iter()
+        .filter(|p| on_path(p))
+        .filter_map(|p| p.get("path").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The first conjunct of `when` that holds for no subject (or `when` itself).

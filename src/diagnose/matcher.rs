@@ -68,6 +68,8 @@ impl SymptomIndex {
             r"(?:(?:Error|Exception|Exit|Failure)(?::\s|:$|$)|Traceback \(most recent call last\))"
                 .into(),
         );
+        // Traceback frames name the interpreter that ran (its site-packages).
+        alt.push(r#"(?:File "/[^"]*-packages/)"#.into());
         let screen = RegexBuilder::new(&alt.join("|"))
             .unicode(false)
             .multi_line(true)
@@ -189,6 +191,16 @@ fn extract() -> &'static Extract {
     })
 }
 
+/// The `site-packages` (or `dist-packages`) directory a traceback frame line names.
+pub fn site_dir(text: &str) -> Option<&str> {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(r#"File "(/[^"]*?/(?:site|dist)-packages)/"#)
+            .unwrap_or_else(|e| unreachable!("fixed: {e}"))
+    });
+    re.captures(text).and_then(|c| c.get(1)).map(|m| m.as_str())
+}
+
 /// Remove a logger prefix (timestamp, absl/TF location, rank) from the start of `line`.
 pub fn strip_prefix(line: &str) -> &str {
     match extract().prefix.find(line) {
@@ -268,5 +280,12 @@ mod tests {
         );
         assert_eq!(e.exception.as_deref(), Some("_pickle.UnpicklingError"));
         assert_eq!(e.message.as_deref(), Some("Weights only load failed."));
+        assert_eq!(
+            site_dir(
+                r#"  File "/v/lib/python3.11/site-packages/torch/serialization.py", line 1615, in load"#
+            ),
+            Some("/v/lib/python3.11/site-packages")
+        );
+        assert_eq!(site_dir(r#"  File "<string>", line 1"#), None);
     }
 }

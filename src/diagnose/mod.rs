@@ -122,18 +122,26 @@ pub struct Scan {
     stats: reader::Stats,
     events: VecDeque<Event>,
     matches: HashMap<usize, RuleMatch>,
+    /// The site-packages directories traceback frames name (the interpreter that ran).
+    sites: BTreeSet<String>,
 }
 
 /// Read `log` and match every line against the symptoms in `index`.
 pub fn scan<R: Read>(log: R, index: &SymptomIndex) -> Result<Scan, reader::ReadError> {
     let mut events: VecDeque<Event> = VecDeque::new();
     let mut matches: HashMap<usize, RuleMatch> = HashMap::new();
+    let mut sites: BTreeSet<String> = BTreeSet::new();
     let stats = reader::for_each_candidate(log, Some(index.screen_regex()), |no, line| {
         if !index.screen(line) {
             return;
         }
         let hits = index.hits(line);
         let text = reader::decode(line);
+        if let Some(site) = matcher::site_dir(&text) {
+            if sites.len() < 8 {
+                sites.insert(site.to_string());
+            }
+        }
         let ev = matcher::event(no, &text, !hits.is_empty());
         if hits.is_empty() && ev.exception.is_none() {
             return;
@@ -170,6 +178,7 @@ pub fn scan<R: Read>(log: R, index: &SymptomIndex) -> Result<Scan, reader::ReadE
         stats,
         events,
         matches,
+        sites,
     })
 }
 
@@ -182,10 +191,11 @@ pub fn diagnose(
     facts_from: &str,
 ) -> Report {
     let mut diagnoses = Vec::new();
+    let sites: Vec<String> = scan.sites.iter().cloned().collect();
     for (ri, m) in scan.matches {
         let rule = &rules[ri];
         let names: Vec<String> = m.names.iter().cloned().collect();
-        let out = confirm::confirm(rule, facts, &names);
+        let out = confirm::confirm(rule, facts, &names, &sites);
         let sev = match rule.severity {
             Severity::Error => 2,
             Severity::Warning => 1,
