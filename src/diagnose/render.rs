@@ -47,6 +47,12 @@ pub fn text(r: &Report, st: &Style) -> String {
         }
         return s;
     };
+    if top.verdict == Verdict::RuledOut {
+        s.push_str(
+            "Every candidate is ruled out by these facts. If the job ran on another machine, \
+             diagnose with --from a snapshot taken there.\n\n",
+        );
+    }
     let tag = match top.verdict {
         Verdict::Confirmed => st.error(label(top.verdict)),
         Verdict::Plausible => st.warning(label(top.verdict)),
