@@ -109,8 +109,21 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String], sites: &[String]) ->
             fix: h.fix.clone(),
         };
     }
-    if let Some(h) = hits.first() {
-        // It holds here, but for another library than the one the log names.
+    // The log names a library the facts do not hold: cannot be judged here.
+    let named_here = rule.scope != Scope::Library
+        || !bind
+        || root
+            .get("libraries")
+            .and_then(Value::as_array)
+            .is_some_and(|libs| {
+                libs.iter().any(|l| {
+                    l.get("soname")
+                        .and_then(Value::as_str)
+                        .is_some_and(|s| names.iter().any(|n| n == s))
+                })
+            });
+    if let Some(h) = hits.first().filter(|_| named_here) {
+        // It holds here, but for another subject than the one the log names.
         return Outcome {
             verdict: Verdict::RuledOut,
             subject: h.subject.clone(),
@@ -379,4 +392,86 @@ fn short(v: &Value) -> String {
 fn dedup(ev: &mut Vec<Evidence>) {
     let mut seen = std::collections::HashSet::new();
     ev.retain(|e| seen.insert(e.path.clone()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rule(scope: &str, when: &str) -> Rule {
+        let yaml = format!(
+            "rules:\n  - id: t\n    title: t\n    severity: error\n    scope: {scope}\n    when: {when}\n    message: \"m\"\n    fix: \"f\"\n"
+        );
+        crate::rules::compile::Compiler::new("t.yaml", &yaml)
+            .compile_file(false)
+            .unwrap_or_else(|e| panic!("{e:?}"))
+            .remove(0)
+    }
+
+    fn lib(soname: &str, resolves: bool) -> Value {
+        json!({"soname": soname, "family": "x", "requester": "/r.so", "wanted_by": ["tensorflow 2.4.0"], "resolves": resolves})
+    }
+
+    #[test]
+    fn library_rules_are_judged_on_the_soname_the_log_names() {
+        let r = rule("library", "{fact: library.resolves, equals: false}");
+        let facts =
+            json!({"libraries": [lib("libcublas.so.11", false), lib("libcusolver.so.10", true)]});
+        // It holds for another library than the one the log names.
+        let o = confirm(&r, &facts, &["libcusolver.so.10".into()], &[]);
+        assert_eq!(o.verdict, Verdict::RuledOut, "{o:?}");
+        assert!(o.message.contains("libcublas.so.11"), "{}", o.message);
+        let o = confirm(&r, &facts, &["libcublas.so.11".into()], &[]);
+        assert_eq!(o.verdict, Verdict::Confirmed);
+        assert_eq!(o.subject.as_deref(), Some("libraries[libcublas.so.11]"));
+        // A soname the facts do not hold: plausible, naming it.
+        let o = confirm(&r, &facts, &["libcudnn.so.8".into()], &[]);
+        assert_eq!(o.verdict, Verdict::Plausible);
+        assert_eq!(o.missing[0].fact, "libraries[libcudnn.so.8]");
+        // No library facts at all: plausible, with how to get them.
+        let o = confirm(&r, &json!({}), &[], &[]);
+        assert_eq!(o.verdict, Verdict::Plausible);
+        assert!(o.missing[0].how.contains("--from"), "{:?}", o.missing);
+    }
+
+    #[test]
+    fn the_failing_conjunct_names_the_contradicting_or_missing_fact() {
+        let r = rule(
+            "machine",
+            "{all: [{fact: env.X, exists: true}, {fact: cuda.driver.version, gte: \"550\"}]}",
+        );
+        let o = confirm(
+            &r,
+            &json!({"env": {"X": "1"}, "cuda": {"driver": {"version": "535.1"}}}),
+            &[],
+            &[],
+        );
+        assert_eq!(o.verdict, Verdict::RuledOut);
+        assert_eq!(o.evidence[0].path, "cuda.driver.version");
+        assert!(
+            o.message.contains("cuda.driver.version = 535.1"),
+            "{}",
+            o.message
+        );
+        let o = confirm(&r, &json!({"env": {"X": "1"}}), &[], &[]);
+        assert_eq!(o.verdict, Verdict::Plausible, "{o:?}");
+        assert_eq!(o.missing[0].fact, "cuda.driver.version");
+        // An unset environment variable is a fact, not a missing one.
+        let o = confirm(
+            &r,
+            &json!({"cuda": {"driver": {"version": "560"}}}),
+            &[],
+            &[],
+        );
+        assert_eq!(o.verdict, Verdict::RuledOut, "{o:?}");
+        let o = confirm(
+            &r,
+            &json!({"env": {"X": "1"}, "cuda": {"driver": {"version": "560"}}}),
+            &[],
+            &[],
+        );
+        assert_eq!(o.verdict, Verdict::Confirmed);
+        assert_eq!(o.fix, "f");
+    }
 }
