@@ -239,3 +239,54 @@ fn run_streams_the_output_and_diagnoses_a_failing_python_script_keeping_its_stat
         .unwrap();
     assert_eq!(out.status.code(), Some(127));
 }
+
+#[test]
+fn from_a_snapshot_taken_where_the_job_ran() {
+    // The machine where the job ran: torch 2.6 and the checkpoint it failed to load.
+    let mut m = Machine::new();
+    m.active_venv("3.11", "/home/u/venv", &[("torch", "2.6.0")]);
+    m.checkpoint("torch_custom_object.pt", "/home/u/last.pt");
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("node17.json");
+    let mut cmd = envdoctor();
+    cmd.env_clear()
+        .args([
+            "snapshot",
+            "--no-load",
+            "--checkpoint",
+            "/home/u/last.pt",
+            "--root",
+        ])
+        .arg(m.root())
+        .arg("-o")
+        .arg(&snap);
+    for (k, v) in &m.env {
+        cmd.env(k, v);
+    }
+    assert!(cmd.output().unwrap().status.success());
+    // Diagnosed here, on another machine, with that machine's facts.
+    let out = envdoctor()
+        .args(["diagnose", "--format", "json", "--from"])
+        .arg(&snap)
+        .arg(repo("fixtures/logs/torch_weights_only.log"))
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        r["diagnoses"][0]["rule"], "ckpt-torch-needs-weights-only-false",
+        "{r:#}"
+    );
+    assert_eq!(r["diagnoses"][0]["verdict"], "confirmed", "{r:#}");
+    assert!(r["facts_from"].as_str().unwrap().contains("node17.json"));
+    assert_eq!(out.status.code(), Some(0));
+    // A snapshot that is not one: trouble, naming the file.
+    std::fs::write(&snap, "{\"not\": \"a snapshot\"").unwrap();
+    let out = envdoctor()
+        .args(["diagnose", "--from"])
+        .arg(&snap)
+        .arg(repo("fixtures/logs/torch_weights_only.log"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("node17.json"));
+}
