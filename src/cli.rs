@@ -25,6 +25,8 @@ Examples:
                                           what drifted, what it will break first
   envdoctor explain gpu-memory-held-by-other-process
                                           a rule's symptoms, cause, check and fix
+  envdoctor diagnose train.log            which known failure this log shows, confirmed by facts
+  envdoctor run -- python train.py        run it; if it fails, diagnose its output
   envdoctor rules test ./team-rules       run your rules' inline tests
   envdoctor snapshot --root fixtures/machines/py-pyenv
                                           probe a fake machine laid out under a directory
@@ -88,6 +90,10 @@ pub enum Command {
     /// Compare snapshots: the drift between two machines or two days, or across a fleet.
     #[command(long_about = COMPARE_ABOUT, after_help = COMPARE_EXAMPLES)]
     Compare(crate::compare::cli::CompareArgs),
+    /// Diagnose a log: which known failure it shows, confirmed or ruled out by the machine's facts.
+    Diagnose(crate::diagnose::cli::DiagnoseArgs),
+    /// Run a command; when it fails, diagnose what it printed (exits with its status).
+    Run(crate::diagnose::cli::RunArgs),
     /// Internal: query NVML and stream JSON lines (run by the gpu probe in a child process).
     #[command(name = "__nvml-child", hide = true)]
     NvmlChild(NvmlChildArgs),
@@ -336,6 +342,8 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         Command::Rules(cmd) => rules_cmd(cmd),
         Command::Explain(args) => explain(args),
         Command::Compare(args) => crate::compare::cli::run(args),
+        Command::Diagnose(args) => crate::diagnose::cli::diagnose_cmd(args),
+        Command::Run(args) => crate::diagnose::cli::run_cmd(args),
         Command::NvmlChild(args) => Ok(probe::gpu::child::run(args.lib.as_deref())),
         Command::LoadChild { args } => Ok(probe::libs::load::child_main(&args)),
     }

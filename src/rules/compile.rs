@@ -64,6 +64,8 @@ pub struct Rule {
     pub explain: model::RawExplain,
     /// Symptom regexes, as written.
     pub symptoms: Vec<String>,
+    /// The specificity of each symptom (same order; 1 generic .. 3 exact).
+    pub symptom_specificity: Vec<u8>,
     /// URLs.
     pub references: Vec<String>,
     /// Inline tests.
@@ -381,10 +383,17 @@ impl<'a> Compiler<'a> {
         let message = self.compile_template(&raw.message, &ctx, &id, "message");
         let fix = self.compile_template(&raw.fix, &ctx, &id, "fix");
         for s in &raw.symptoms {
-            if let Err(e) = Regex::new(&s.value) {
+            let (re, spec) = s.value.parts();
+            if let Err(e) = Regex::new(re) {
                 self.err(
                     s.referenced,
                     format!("rule `{id}`: symptom is not a valid regex: {e}"),
+                );
+            }
+            if !(1..=3).contains(&spec) {
+                self.err(
+                    s.referenced,
+                    format!("rule `{id}`: symptom specificity must be 1, 2 or 3, not {spec}"),
                 );
             }
         }
@@ -446,7 +455,12 @@ impl<'a> Compiler<'a> {
             fix: fix?,
             params: raw.params,
             explain: raw.explain.unwrap_or_default(),
-            symptoms: raw.symptoms.into_iter().map(|s| s.value).collect(),
+            symptom_specificity: raw.symptoms.iter().map(|s| s.value.parts().1).collect(),
+            symptoms: raw
+                .symptoms
+                .iter()
+                .map(|s| s.value.parts().0.to_string())
+                .collect(),
             references: raw.references,
             tests,
             origin: Origin {
@@ -891,5 +905,26 @@ rules:
         );
         let e = first_error(&yaml);
         assert!(e.message.contains("symptom"), "{e}");
+    }
+
+    #[test]
+    fn a_symptom_is_a_string_or_a_regex_with_a_specificity() {
+        let yaml = GOOD.replace(
+            "    fix: upgrade",
+            "    fix: upgrade\n    symptoms: [\"plain\", {regex: \"generic line\", specificity: 1}]",
+        );
+        let rules = compile(&yaml).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(rules[0].symptoms, vec!["plain", "generic line"]);
+        assert_eq!(rules[0].symptom_specificity, vec![2, 1]);
+        let bad = GOOD.replace(
+            "    fix: upgrade",
+            "    fix: upgrade\n    symptoms: [{regex: \"x\", specificity: 7}]",
+        );
+        assert!(first_error(&bad).message.contains("specificity"));
+        let bad = GOOD.replace(
+            "    fix: upgrade",
+            "    fix: upgrade\n    symptoms: [{regex: \"a(b\", specificity: 1}]",
+        );
+        assert!(first_error(&bad).message.contains("not a valid regex"));
     }
 }

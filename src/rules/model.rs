@@ -114,10 +114,13 @@ pub struct RawRule {
     /// Text for `envdoctor explain`.
     #[serde(default)]
     pub explain: Option<RawExplain>,
-    /// Regexes of the error text this failure prints.
+    /// Regexes of the error text this failure prints: a string (specificity 2), or
+    /// `{regex, specificity}` (1: a generic line many failures print, such as a loader's
+    /// `cannot open shared object file`; 2: this failure's own message; 3: names exactly what
+    /// this rule is about, such as one soname and version). `envdoctor diagnose` ranks by it.
     #[serde(default)]
-    #[schemars(with = "Vec<String>")]
-    pub symptoms: Vec<Spanned<String>>,
+    #[schemars(with = "Vec<RawSymptom>")]
+    pub symptoms: Vec<Spanned<RawSymptom>>,
     /// URLs.
     #[serde(default)]
     pub references: Vec<String>,
@@ -125,6 +128,40 @@ pub struct RawRule {
     #[serde(default)]
     #[schemars(with = "Vec<RawTest>")]
     pub tests: Vec<Spanned<RawTest>>,
+}
+
+/// One symptom as written: a regex, or a regex with its specificity.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawSymptom {
+    /// A regex of specificity 2.
+    Regex(String),
+    /// A regex with a specificity.
+    Weighted(WeightedSymptom),
+}
+
+/// `{regex, specificity}`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WeightedSymptom {
+    /// The regex.
+    pub regex: String,
+    /// 1 (generic line), 2 (this failure's own message) or 3 (names exactly this rule's subject).
+    #[schemars(range(min = 1, max = 3))]
+    pub specificity: u8,
+}
+
+impl RawSymptom {
+    /// The default specificity of a plain string.
+    pub const DEFAULT_SPECIFICITY: u8 = 2;
+
+    /// The regex and its specificity.
+    pub fn parts(&self) -> (&str, u8) {
+        match self {
+            RawSymptom::Regex(r) => (r, Self::DEFAULT_SPECIFICITY),
+            RawSymptom::Weighted(w) => (&w.regex, w.specificity),
+        }
+    }
 }
 
 /// The fixed sections `envdoctor explain` prints.

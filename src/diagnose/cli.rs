@@ -1,0 +1,287 @@
+//! The `diagnose` and `run` subcommands: arguments, where the log and the facts come from, and
+//! `run`'s tee of the command's output (streamed through unchanged, the last
+//! [`RUN_CAPTURE`] bytes kept for the diagnosis).
+
+use super::matcher::SymptomIndex;
+use super::{render, Report};
+use crate::cli::ProbeArgs;
+use crate::probe;
+use crate::report::style::Style;
+use crate::report::{write_stdout, Format};
+use crate::rules::RuleSet;
+use crate::Error;
+use clap::Args;
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+/// How much of a command's output `run` keeps for the diagnosis (the latest bytes).
+pub const RUN_CAPTURE: usize = 32 << 20;
+
+/// Where the facts come from and how to print, shared by `diagnose` and `run`.
+#[derive(Debug, Args)]
+pub struct FactArgs {
+    /// Probe options (ignored with --from).
+    #[command(flatten)]
+    pub probe: ProbeArgs,
+    /// Confirm against a snapshot saved where the job ran, instead of probing this machine.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub from: Option<PathBuf>,
+    /// Add the rules in this directory or file (repeatable).
+    #[arg(long = "rules", value_name = "DIR")]
+    pub rules: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `envdoctor diagnose`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  envdoctor diagnose train.log                    which known failure is this, on this machine?
+  python train.py 2>&1 | envdoctor diagnose -     the same, from a pipe
+  envdoctor diagnose job.err --from node17.json   confirm with the facts of the machine it ran on
+  envdoctor diagnose job.err --checkpoint runs/exp1/last.pt
+                                                  also inspect the checkpoint the job loaded
+
+Exit codes: 0 a diagnosis is confirmed by the facts, 1 only plausible ones or none, 2 envdoctor
+could not do its job (unreadable or binary log, bad arguments). JSON: schema/diagnose.schema.json.")]
+pub struct DiagnoseArgs {
+    /// The log, traceback or pasted excerpt (`-` or nothing: stdin).
+    #[arg(value_name = "LOG")]
+    pub log: Option<PathBuf>,
+    /// Facts and output.
+    #[command(flatten)]
+    pub facts: FactArgs,
+}
+
+/// `envdoctor run`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  envdoctor run -- python train.py --epochs 3
+  envdoctor run --checkpoint runs/last.pt -- python eval.py
+
+The command's output passes through unchanged; when it exits non-zero its output is diagnosed
+(the diagnosis goes to stderr) and envdoctor exits with the command's status.")]
+pub struct RunArgs {
+    /// Facts and output.
+    #[command(flatten)]
+    pub facts: FactArgs,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, num_args = 1.., value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `envdoctor diagnose`: exit 0 confirmed, 1 otherwise.
+pub fn diagnose_cmd(a: DiagnoseArgs) -> Result<i32, Error> {
+    let rules = RuleSet::shipped_with(&a.facts.rules)?;
+    let index = SymptomIndex::new(rules.rules());
+    let (shown, scanned) = match a.log.as_deref().filter(|p| p.as_os_str() != "-") {
+        None => {
+            let stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                return Err(Error::input(
+                    "LOG",
+                    "no log given and stdin is a terminal: pass a file, or pipe the output in \
+                     (`python train.py 2>&1 | envdoctor diagnose -`)",
+                ));
+            }
+            ("stdin".to_string(), super::scan(stdin.lock(), &index))
+        }
+        Some(p) => {
+            let shown = p.display().to_string();
+            if p.is_dir() {
+                return Err(Error::input(&shown, "is a directory, not a log"));
+            }
+            let f = std::fs::File::open(p)
+                .map_err(|e| Error::input(&shown, format!("cannot read log: {e}")))?;
+            let scanned = super::scan(f, &index);
+            (shown, scanned)
+        }
+    };
+    let scanned = scanned.map_err(|e| read_error(&shown, e))?;
+    let report = finish(scanned, &rules, &a.facts, &shown)?;
+    emit(&report, a.facts.format, false)?;
+    Ok(exit_code(&report))
+}
+
+fn read_error(shown: &str, e: super::reader::ReadError) -> Error {
+    match e {
+        super::reader::ReadError::Io(e) => Error::input(shown, format!("cannot read log: {e}")),
+        super::reader::ReadError::NotText(m) => Error::input(shown, m),
+    }
+}
+
+fn finish(scan: super::Scan, rules: &RuleSet, f: &FactArgs, shown: &str) -> Result<Report, Error> {
+    // Facts are only gathered when some rule is a candidate.
+    let (facts, from) = if scan.matches.is_empty() {
+        (serde_json::Value::Null, "none needed".to_string())
+    } else {
+        match &f.from {
+            Some(path) => {
+                let s = path.display().to_string();
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| Error::input(&s, format!("cannot read snapshot: {e}")))?;
+                let snap = crate::Snapshot::from_json(&text, &s)?;
+                (
+                    serde_json::to_value(&snap).unwrap_or_default(),
+                    format!("snapshot {s}"),
+                )
+            }
+            None => {
+                let opts = f.probe.to_options()?;
+                let snap = probe::collect(opts);
+                (
+                    serde_json::to_value(&snap).unwrap_or_default(),
+                    format!("this machine ({})", f.probe.root.display()),
+                )
+            }
+        }
+    };
+    Ok(super::diagnose(scan, rules.rules(), &facts, shown, &from))
+}
+
+fn emit(report: &Report, format: Format, to_stderr: bool) -> Result<(), Error> {
+    let color = if to_stderr {
+        false
+    } else {
+        crate::report::style::stdout_color()
+    };
+    let text = match format {
+        Format::Json => render::json(report),
+        Format::Markdown => render::markdown(report),
+        Format::Text => render::text(report, &Style { color }),
+    };
+    if to_stderr {
+        let mut e = std::io::stderr().lock();
+        let _ = e.write_all(text.as_bytes());
+        let _ = e.flush();
+        Ok(())
+    } else {
+        write_stdout(&text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))
+    }
+}
+
+fn exit_code(r: &Report) -> i32 {
+    match r.diagnoses.first() {
+        Some(d) if d.verdict == super::confirm::Verdict::Confirmed => 0,
+        _ => 1,
+    }
+}
+
+/// The latest lines a command printed, complete lines only, at most [`RUN_CAPTURE`] bytes.
+#[derive(Default)]
+struct Tail {
+    buf: Vec<u8>,
+}
+
+impl Tail {
+    fn push_line(&mut self, line: &[u8]) {
+        self.buf.extend_from_slice(line);
+        if self.buf.len() > RUN_CAPTURE {
+            let excess = self.buf.len() - RUN_CAPTURE / 2;
+            let cut = memchr::memchr(b'\n', &self.buf[excess..]).map_or(excess, |i| excess + i + 1);
+            self.buf.drain(..cut);
+        }
+    }
+}
+
+fn tee<R: Read + Send + 'static>(
+    mut from: R,
+    to_stderr: bool,
+    tail: Arc<Mutex<Tail>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut partial: Vec<u8> = Vec::new();
+        loop {
+            let n = match from.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let data = &chunk[..n];
+            if to_stderr {
+                let mut e = std::io::stderr().lock();
+                let _ = e.write_all(data).and_then(|_| e.flush());
+            } else {
+                let mut o = std::io::stdout().lock();
+                let _ = o.write_all(data).and_then(|_| o.flush());
+            }
+            partial.extend_from_slice(data);
+            if let Some(last) = memchr::memrchr(b'\n', &partial) {
+                if let Ok(mut t) = tail.lock() {
+                    t.push_line(&partial[..=last]);
+                }
+                partial.drain(..=last);
+            }
+            if partial.len() > super::reader::MAX_LINE * 4 {
+                partial.truncate(super::reader::MAX_LINE);
+            }
+        }
+        if !partial.is_empty() {
+            partial.push(b'\n');
+            if let Ok(mut t) = tail.lock() {
+                t.push_line(&partial);
+            }
+        }
+    })
+}
+
+/// `envdoctor run -- CMD ARGS…`: exit with CMD's status.
+pub fn run_cmd(a: RunArgs) -> Result<i32, Error> {
+    let rules = RuleSet::shipped_with(&a.facts.rules)?;
+    let shown = a.command.join(" ");
+    let mut child = match Command::new(&a.command[0])
+        .args(&a.command[1..])
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            eprintln!("envdoctor run: cannot run `{}`: {e}", a.command[0]);
+            return Ok(code);
+        }
+    };
+    let tail = Arc::new(Mutex::new(Tail::default()));
+    let mut threads = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        threads.push(tee(out, false, tail.clone()));
+    }
+    if let Some(err) = child.stderr.take() {
+        threads.push(tee(err, true, tail.clone()));
+    }
+    let status = child
+        .wait()
+        .map_err(|e| Error::other(format!("waiting for `{shown}`: {e}")))?;
+    for t in threads {
+        let _ = t.join();
+    }
+    let code = status.code().unwrap_or_else(|| {
+        use std::os::unix::process::ExitStatusExt;
+        128 + status.signal().unwrap_or(0)
+    });
+    if status.success() {
+        return Ok(0);
+    }
+    let captured = tail.lock().map(|t| t.buf.clone()).unwrap_or_default();
+    eprintln!("\nenvdoctor run: `{shown}` exited with status {code}; diagnosing its output\n");
+    let index = SymptomIndex::new(rules.rules());
+    let result = super::scan(&captured[..], &index)
+        .map_err(|e| read_error(&shown, e))
+        .and_then(|s| finish(s, &rules, &a.facts, &shown));
+    match result {
+        Ok(report) => emit(&report, a.facts.format, true)?,
+        Err(e) => eprintln!("envdoctor run: could not diagnose: {e}"),
+    }
+    Ok(code)
+}

@@ -1,0 +1,477 @@
+//! Confirming a candidate rule with the machine's facts: the rule's `when` holds on the
+//! snapshot (for the subject the log names, when it names one) → confirmed; it does not hold
+//! because facts are missing → plausible, naming them and how to get them; it does not hold on
+//! facts that are there → ruled out, naming them.
+//!
+//! Which facts: the first conjunct of `when` that holds for no subject is the one to blame; each
+//! fact test inside it is re-run as an `exists` test under the same quantifiers, which yields the
+//! facts' values with their labelled paths (`pythons[/v/bin/python].packages[torch].version`).
+
+use crate::rules::compile::{Cond, Op, Rule};
+use crate::rules::eval::{self, Evidence};
+use crate::rules::model::Scope;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The verdict on one candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The rule's condition holds on the facts.
+    Confirmed,
+    /// The log matches but facts needed to decide are missing.
+    Plausible,
+    /// The facts contradict the rule.
+    RuledOut,
+}
+
+impl Verdict {
+    /// As written in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Confirmed => "confirmed",
+            Verdict::Plausible => "plausible",
+            Verdict::RuledOut => "ruled-out",
+        }
+    }
+}
+
+/// A fact that would decide a plausible candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct MissingFact {
+    /// The fact path, as the rule reads it.
+    pub fact: String,
+    /// How to get it.
+    pub how: String,
+}
+
+/// The outcome of confirming one rule.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The subject it holds (or was checked) for.
+    pub subject: Option<String>,
+    /// The rule's message when confirmed; otherwise why not, in one line.
+    pub message: String,
+    /// Facts that confirm or contradict it.
+    pub evidence: Vec<Evidence>,
+    /// Facts missing to decide.
+    pub missing: Vec<MissingFact>,
+    /// The fix (rendered with the facts when confirmed).
+    pub fix: String,
+}
+
+fn how_to_get(section: &str) -> &'static str {
+    match section {
+        "libraries" | "frameworks" => "no framework's native libraries were resolved here: run `envdoctor diagnose` where the job ran (not with --no-load), or pass --from a snapshot taken there",
+        "gpus" | "nvml" => "no GPU facts here (NVML not found): run on the GPU machine, or pass --from a snapshot taken there",
+        "checkpoints" => "no checkpoint was inspected: pass --checkpoint PATH (the file or directory the job loads)",
+        "pythons" => "no matching Python interpreter was found: pass --project DIR (the job's project), or run where the job ran",
+        "cuda" => "no CUDA facts here: run on the GPU machine, or pass --from a snapshot taken there",
+        _ => "run where the job ran, or pass --from a snapshot taken there",
+    }
+}
+
+/// Confirm `rule` on `root` (a snapshot as JSON). The log binds the rule's subject: `names`
+/// (sonames the matched lines name) for library rules, `sites` (site-packages directories its
+/// traceback frames name) for interpreter rules.
+pub fn confirm(rule: &Rule, root: &Value, names: &[String], sites: &[String]) -> Outcome {
+    let index = eval::Index::default();
+    let hits = eval::run_rule(rule, root, &rule.params, &index);
+    // Not confirmed: facts the fix names are shown as `<path>`.
+    let unrendered = || {
+        rule.fix
+            .render(&|p| Some(Value::String(format!("<{}>", p.text))))
+    };
+    let targets: Vec<String> = match rule.scope {
+        Scope::Library => names.to_vec(),
+        Scope::Interpreter => interpreters_that_ran(root, sites),
+        _ => Vec::new(),
+    };
+    let bind = !targets.is_empty();
+    let is_target = |subject: &str| match rule.scope {
+        Scope::Interpreter => targets.iter().any(|p| subject == format!("pythons[{p}]")),
+        _ => targets.iter().any(|n| subject.contains(n.as_str())),
+    };
+    let names = &targets;
+    let bound: Vec<&eval::Hit> = hits
+        .iter()
+        .filter(|h| !bind || h.subject.as_deref().is_some_and(is_target))
+        .collect();
+    if let Some(h) = bound.first() {
+        return Outcome {
+            verdict: Verdict::Confirmed,
+            subject: h.subject.clone(),
+            message: h.message.clone(),
+            evidence: h.evidence.clone(),
+            missing: Vec::new(),
+            fix: h.fix.clone(),
+        };
+    }
+    // The log names a library the facts do not hold: cannot be judged here.
+    let named_here = rule.scope != Scope::Library
+        || !bind
+        || root
+            .get("libraries")
+            .and_then(Value::as_array)
+            .is_some_and(|libs| {
+                libs.iter().any(|l| {
+                    l.get("soname")
+                        .and_then(Value::as_str)
+                        .is_some_and(|s| names.iter().any(|n| n == s))
+                })
+            });
+    if let Some(h) = hits.first().filter(|_| named_here) {
+        // It holds here, but for another subject than the one the log names.
+        return Outcome {
+            verdict: Verdict::RuledOut,
+            subject: h.subject.clone(),
+            message: format!(
+                "the log names {}; on these facts the rule holds only for {}",
+                names.join(", "),
+                hits.iter()
+                    .filter_map(|h| h.subject.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            evidence: h.evidence.clone(),
+            missing: Vec::new(),
+            fix: unrendered(),
+        };
+    }
+    // Not holding: for lack of subjects?
+    if let Some((section, _)) = rule.scope.binding() {
+        let empty = root
+            .get(section)
+            .and_then(Value::as_array)
+            .is_none_or(|a| a.is_empty());
+        let unnamed = bind
+            && rule.scope == Scope::Library
+            && root
+                .get(section)
+                .and_then(Value::as_array)
+                .is_some_and(|libs| {
+                    !libs.iter().any(|l| {
+                        l.get("soname")
+                            .and_then(Value::as_str)
+                            .is_some_and(|s| names.iter().any(|n| n == s))
+                    })
+                });
+        if empty || unnamed {
+            let fact = if unnamed {
+                format!("{section}[{}]", names.join(", "))
+            } else {
+                format!("{section}[]")
+            };
+            return Outcome {
+                verdict: Verdict::Plausible,
+                subject: None,
+                message: format!("cannot be checked: {fact} is not among the facts"),
+                evidence: Vec::new(),
+                missing: vec![MissingFact {
+                    fact,
+                    how: how_to_get(section).into(),
+                }],
+                fix: unrendered(),
+            };
+        }
+    }
+    // A scoped rule is judged on the subjects the log names.
+    let narrowed;
+    let root = if bind {
+        let mut r = root.clone();
+        let (section, key) = match rule.scope {
+            Scope::Interpreter => ("pythons", "path"),
+            _ => ("libraries", "soname"),
+        };
+        if let Some(Value::Array(items)) = r.get_mut(section) {
+            items.retain(|l| {
+                l.get(key)
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| names.iter().any(|n| n == s))
+            });
+        }
+        narrowed = r;
+        &narrowed
+    } else {
+        root
+    };
+    let culprit = failing_part(rule, root);
+    // The subject exists (checked above), so a fact under it that is absent was probed and is
+    // empty: that absence is itself the contradicting fact.
+    let subject_var = rule.scope.binding().map(|(_, var)| format!("{var}."));
+    let mut evidence = Vec::new();
+    let mut absent = Vec::new();
+    for (probe, fact) in probes(culprit, &mut Vec::new()) {
+        let sub = Rule {
+            when: probe,
+            ..rule.clone()
+        };
+        let found = eval::run_rule(&sub, root, &rule.params, &index);
+        match found.into_iter().find(|h| !h.evidence.is_empty()) {
+            Some(h) => evidence.extend(h.evidence.into_iter().filter(|e| !is_big(&e.value))),
+            None if subject_var
+                .as_ref()
+                .is_some_and(|v| fact.starts_with(v.as_str())) =>
+            {
+                evidence.push(Evidence {
+                    path: fact,
+                    value: Value::Null,
+                })
+            }
+            None => absent.push(fact),
+        }
+    }
+    dedup(&mut evidence);
+    absent.dedup();
+    let decisive_absent = absent.iter().any(|f| !f.starts_with("env."));
+    if evidence.is_empty() && decisive_absent {
+        let missing: Vec<MissingFact> = absent
+            .iter()
+            .filter(|f| !f.starts_with("env."))
+            .map(|f| MissingFact {
+                fact: f.clone(),
+                how: how_to_get(section_of(rule, f)).into(),
+            })
+            .collect();
+        return Outcome {
+            verdict: Verdict::Plausible,
+            subject: None,
+            message: format!(
+                "cannot be checked: {} not among the facts",
+                missing
+                    .iter()
+                    .map(|m| m.fact.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            evidence: Vec::new(),
+            missing,
+            fix: unrendered(),
+        };
+    }
+    let shown: Vec<String> = evidence
+        .iter()
+        .take(3)
+        .map(|e| format!("{} = {}", e.path, short(&e.value)))
+        .chain(absent.iter().take(2).map(|f| format!("{f} is absent")))
+        .collect();
+    Outcome {
+        verdict: Verdict::RuledOut,
+        subject: None,
+        message: format!("the facts contradict it: {}", shown.join("; ")),
+        evidence,
+        missing: Vec::new(),
+        fix: unrendered(),
+    }
+}
+
+/// The interpreters of `root` whose `sys.path` holds one of `sites`.
+fn interpreters_that_ran(root: &Value, sites: &[String]) -> Vec<String> {
+    let Some(Value::Array(pythons)) = root.get("pythons") else {
+        return Vec::new();
+    };
+    let on_path = |p: &Value| {
+        p.get("sys_path")
+            .and_then(Value::as_array)
+            .is_some_and(|entries| {
+                entries.iter().any(|e| {
+                    e.get("path").and_then(Value::as_str).is_some_and(|d| {
+                        sites
+                            .iter()
+                            .any(|s| s.trim_end_matches('/') == d.trim_end_matches('/'))
+                    })
+                })
+            })
+    };
+    pythons
+        .iter()
+        .filter(|p| on_path(p))
+        .filter_map(|p| p.get("path").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The first conjunct of `when` that holds for no subject (or `when` itself).
+fn failing_part<'r>(rule: &'r Rule, root: &Value) -> &'r Cond {
+    if let Cond::All(items) = &rule.when {
+        let index = eval::Index::default();
+        for item in items {
+            let sub = Rule {
+                when: item.clone(),
+                ..rule.clone()
+            };
+            if eval::run_rule(&sub, root, &rule.params, &index).is_empty() {
+                return item;
+            }
+        }
+    }
+    &rule.when
+}
+
+/// For every fact test in `c`: the same fact as an `exists` test under the same quantifiers,
+/// with the fact's path as written.
+fn probes(
+    c: &Cond,
+    quants: &mut Vec<(
+        crate::rules::compile::Quant,
+        crate::rules::path::Path,
+        String,
+    )>,
+) -> Vec<(Cond, String)> {
+    let mut out = Vec::new();
+    match c {
+        Cond::All(items) | Cond::Any(items) => {
+            for i in items {
+                out.extend(probes(i, quants));
+            }
+        }
+        Cond::Not(inner) => out.extend(probes(inner, quants)),
+        Cond::Quant {
+            kind,
+            list,
+            var,
+            body,
+        } => {
+            quants.push((*kind, list.clone(), var.clone()));
+            out.extend(probes(body, quants));
+            quants.pop();
+        }
+        Cond::Test { fact, .. } => {
+            let mut probe = Cond::Test {
+                fact: fact.clone(),
+                cast: None,
+                op: Op::Exists(true),
+            };
+            for (_, list, var) in quants.iter().rev() {
+                probe = Cond::Quant {
+                    kind: crate::rules::compile::Quant::Any,
+                    list: list.clone(),
+                    var: var.clone(),
+                    body: Box::new(probe),
+                };
+            }
+            out.push((probe, fact.text.clone()));
+        }
+    }
+    out
+}
+
+fn section_of<'a>(rule: &Rule, fact: &'a str) -> &'a str {
+    let head = fact.split(['.', '[']).next().unwrap_or(fact);
+    match rule.scope.binding() {
+        Some((section, var)) if head == var => section,
+        _ => match head {
+            "python" | "py" => "pythons",
+            "checkpoint" => "checkpoints",
+            "gpu" => "gpus",
+            "library" => "libraries",
+            "framework" => "frameworks",
+            other => other,
+        },
+    }
+}
+
+fn is_big(v: &Value) -> bool {
+    match v {
+        Value::Array(a) => a.len() > 8,
+        Value::Object(_) => true,
+        _ => false,
+    }
+}
+
+fn short(v: &Value) -> String {
+    match v {
+        Value::Null => "absent".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn dedup(ev: &mut Vec<Evidence>) {
+    let mut seen = std::collections::HashSet::new();
+    ev.retain(|e| seen.insert(e.path.clone()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rule(scope: &str, when: &str) -> Rule {
+        let yaml = format!(
+            "rules:\n  - id: t\n    title: t\n    severity: error\n    scope: {scope}\n    when: {when}\n    message: \"m\"\n    fix: \"f\"\n"
+        );
+        crate::rules::compile::Compiler::new("t.yaml", &yaml)
+            .compile_file(false)
+            .unwrap_or_else(|e| panic!("{e:?}"))
+            .remove(0)
+    }
+
+    fn lib(soname: &str, resolves: bool) -> Value {
+        json!({"soname": soname, "family": "x", "requester": "/r.so", "wanted_by": ["tensorflow 2.4.0"], "resolves": resolves})
+    }
+
+    #[test]
+    fn library_rules_are_judged_on_the_soname_the_log_names() {
+        let r = rule("library", "{fact: library.resolves, equals: false}");
+        let facts =
+            json!({"libraries": [lib("libcublas.so.11", false), lib("libcusolver.so.10", true)]});
+        // It holds for another library than the one the log names.
+        let o = confirm(&r, &facts, &["libcusolver.so.10".into()], &[]);
+        assert_eq!(o.verdict, Verdict::RuledOut, "{o:?}");
+        assert!(o.message.contains("libcublas.so.11"), "{}", o.message);
+        let o = confirm(&r, &facts, &["libcublas.so.11".into()], &[]);
+        assert_eq!(o.verdict, Verdict::Confirmed);
+        assert_eq!(o.subject.as_deref(), Some("libraries[libcublas.so.11]"));
+        // A soname the facts do not hold: plausible, naming it.
+        let o = confirm(&r, &facts, &["libcudnn.so.8".into()], &[]);
+        assert_eq!(o.verdict, Verdict::Plausible);
+        assert_eq!(o.missing[0].fact, "libraries[libcudnn.so.8]");
+        // No library facts at all: plausible, with how to get them.
+        let o = confirm(&r, &json!({}), &[], &[]);
+        assert_eq!(o.verdict, Verdict::Plausible);
+        assert!(o.missing[0].how.contains("--from"), "{:?}", o.missing);
+    }
+
+    #[test]
+    fn the_failing_conjunct_names_the_contradicting_or_missing_fact() {
+        let r = rule(
+            "machine",
+            "{all: [{fact: env.X, exists: true}, {fact: cuda.driver.version, gte: \"550\"}]}",
+        );
+        let o = confirm(
+            &r,
+            &json!({"env": {"X": "1"}, "cuda": {"driver": {"version": "535.1"}}}),
+            &[],
+            &[],
+        );
+        assert_eq!(o.verdict, Verdict::RuledOut);
+        assert_eq!(o.evidence[0].path, "cuda.driver.version");
+        assert!(
+            o.message.contains("cuda.driver.version = 535.1"),
+            "{}",
+            o.message
+        );
+        let o = confirm(&r, &json!({"env": {"X": "1"}}), &[], &[]);
+        assert_eq!(o.verdict, Verdict::Plausible, "{o:?}");
+        assert_eq!(o.missing[0].fact, "cuda.driver.version");
+        // An unset environment variable is a fact, not a missing one.
+        let o = confirm(
+            &r,
+            &json!({"cuda": {"driver": {"version": "560"}}}),
+            &[],
+            &[],
+        );
+        assert_eq!(o.verdict, Verdict::RuledOut, "{o:?}");
+        let o = confirm(
+            &r,
+            &json!({"env": {"X": "1"}, "cuda": {"driver": {"version": "560"}}}),
+            &[],
+            &[],
+        );
+        assert_eq!(o.verdict, Verdict::Confirmed);
+        assert_eq!(o.fix, "f");
+    }
+}
