@@ -5,12 +5,14 @@
 //! - [`probe`]: probes that read the machine, each under a deadline, into a [`Snapshot`];
 //! - [`snapshot`]: the facts, one serde type with a versioned JSON schema;
 //! - [`compare`]: the drift between snapshots (two, or a fleet);
+//! - [`config`]: `envdoctor.toml` / `[tool.envdoctor]` / `ENVDOCTOR_*`, merged under the flags;
 //! - [`cli`]: the command-line surface (`main.rs` only parses and exits).
 //!
 //! See `ARCHITECTURE.md` for the map of modules.
 
 pub mod cli;
 pub mod compare;
+pub mod config;
 pub mod error;
 pub mod probe;
 pub mod report;

@@ -1,9 +1,10 @@
 //! The `envdoctor` binary: parse arguments, call the library, exit with its code.
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 fn main() {
-    let cli = envdoctor::cli::Cli::parse();
+    let matches = envdoctor::cli::command().get_matches();
+    let cli = envdoctor::cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let code = match envdoctor::cli::run(cli) {
         Ok(code) => code,
         Err(err) => {
