@@ -209,11 +209,14 @@ fn same_path(a: &Path, b: &Path) -> bool {
 struct FileKeys {
     rules: Option<Vec<Spanned<String>>>,
     fail_on: Option<Spanned<String>>,
-    params: Option<BTreeMap<String, Spanned<BTreeMap<String, Spanned<toml::Value>>>>>,
+    params: Option<BTreeMap<String, Spanned<ParamTable>>>,
     expect_gpu: Option<Spanned<bool>>,
     ignore: Option<Vec<Spanned<String>>>,
     severity: Option<BTreeMap<String, Spanned<String>>>,
 }
+
+/// `[params.RULE]`: parameter name to value.
+type ParamTable = BTreeMap<String, Spanned<toml::Value>>;
 
 #[derive(Debug, Default, Deserialize)]
 struct PyProject {
@@ -528,7 +531,7 @@ mod tests {
         assert_eq!(l.rules[0].value, PathBuf::from("/proj/team-rules"));
         assert_eq!(l.fail_on.as_ref().unwrap().value, FailOn::Never);
         assert_eq!(l.fail_on.as_ref().unwrap().source, "/proj/envdoctor.toml:2");
-        assert_eq!(l.expect_gpu.as_ref().unwrap().value, true);
+        assert!(l.expect_gpu.as_ref().unwrap().value);
         assert_eq!(
             l.ignore[1].value.subject.as_deref(),
             Some("/venv/bin/python")

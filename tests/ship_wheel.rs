@@ -88,9 +88,12 @@ fn binary_in(whl: &Path) -> Vec<u8> {
     bytes
 }
 
-/// Every GLIBC version an ELF file needs, with the undefined dynamic symbols bound to each
-/// (from `.gnu.version_r` and `.gnu.version`).
-fn glibc_needs(bytes: &[u8]) -> Vec<((u32, u32, u32), String, Vec<String>)> {
+/// One GLIBC version an ELF file needs: (major, minor, patch), its name (`GLIBC_2.17`), and the
+/// undefined dynamic symbols bound to it.
+type Need = ((u32, u32, u32), String, Vec<String>);
+
+/// Every GLIBC version an ELF file needs (from `.gnu.version_r` and `.gnu.version`).
+fn glibc_needs(bytes: &[u8]) -> Vec<Need> {
     let elf = goblin::elf::Elf::parse(bytes).expect("an ELF file");
     let mut versions = Vec::new();
     if let Some(verneed) = &elf.verneed {
