@@ -578,3 +578,13 @@ fn explain(a: ExplainArgs) -> Result<i32, Error> {
     out(&crate::rules::explain::render(r))?;
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks (conflicting flags, duplicate shorts across the global
+    /// `-q`/`-v` and subcommands' options) on the whole definition.
+    #[test]
+    fn clap_definitions_are_consistent() {
+        super::command().debug_assert();
+    }
+}

@@ -259,9 +259,15 @@ fn pip_install_gives_a_working_envdoctor_whose_load_child_runs() {
         version.starts_with("envdoctor 0.1.0 (rule pack: "),
         "{version}"
     );
-    let shown =
-        pypi::run(pypi::pip(&venv.join("bin/python")).args(["show", "envdoctor-ml"])).unwrap();
-    assert!(shown.contains("Name: envdoctor-ml"), "{shown}");
+    // Installed as the distribution `envdoctor-ml` (what `pip uninstall` and `pipx` see).
+    let dist = pypi::run(Command::new(venv.join("bin/python")).args([
+        "-c",
+        "import importlib.metadata as m; d = m.distribution('envdoctor-ml'); \
+         print(d.version, [str(f) for f in d.files if f.name == 'envdoctor'])",
+    ]))
+    .unwrap();
+    assert!(dist.starts_with("0.1.0 ["), "{dist}");
+    assert!(dist.contains("bin/envdoctor"), "{dist}");
 
     // A project whose .venv is a real torch 2.15 install with its nvidia-* CUDA wheels.
     let project = t.path().join("proj");
