@@ -562,12 +562,21 @@ impl<'a> Eval<'a, '_> {
     fn test(&mut self, fact: &Path, cast: Option<super::model::Cast>, op: &Op) -> bool {
         let raw = self.resolve_value(fact);
         if self.trace.is_some() {
-            let looked = Evidence {
+            // The fact tested, and any fact it is compared with.
+            let mut looked = vec![Evidence {
                 path: self.label_of(fact),
                 value: raw.cloned().unwrap_or(Value::Null),
-            };
+            }];
+            for o in op.operands() {
+                if let Operand::Fact(p) = o {
+                    looked.push(Evidence {
+                        path: self.label_of(p),
+                        value: self.resolve_value(p).cloned().unwrap_or(Value::Null),
+                    });
+                }
+            }
             if let Some(t) = self.trace.as_mut() {
-                t.push(looked);
+                t.extend(looked);
             }
         }
         let cast_value;
