@@ -102,10 +102,24 @@ pub fn version_text() -> String {
     )
 }
 
-/// The command-line definition with the computed version; `main`, completions and the man
-/// page all use it.
+/// The command-line definition with the computed version (completions and the man page).
 pub fn command() -> clap::Command {
     Cli::command().version(version_text())
+}
+
+/// The definition `main` parses `args` with: the rule-pack count in the version costs a
+/// compilation of the pack, so it is computed only when `--version`/`-V` or `man` is asked
+/// for, never for the probes' internal children (started many times per run).
+pub fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
+    let wants_version = args
+        .iter()
+        .skip(1)
+        .any(|a| a == "--version" || a == "-V" || a == "man");
+    if wants_version {
+        command()
+    } else {
+        Cli::command()
+    }
 }
 
 /// The subcommands.

@@ -3,7 +3,8 @@
 use clap::FromArgMatches;
 
 fn main() {
-    let matches = envdoctor::cli::command().get_matches();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = envdoctor::cli::command_for(&args).get_matches_from(args);
     let cli = envdoctor::cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let code = match envdoctor::cli::run(cli) {
         Ok(code) => code,
