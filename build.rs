@@ -1,6 +1,9 @@
 //! Embeds the shipped rule pack (`rules/*.yaml`) into the binary: writes
-//! `$OUT_DIR/shipped_rules.rs`, a list of `(file name, contents)` pairs, sorted by name.
+//! `$OUT_DIR/shipped_rules.rs`, a list of `(file name, contents)` pairs, sorted by name. Also
+//! sets, for `envdoctor --version`, `ENVDOCTOR_RULES_SHA256` (SHA-256 over every file's name and
+//! contents, in that order) and `ENVDOCTOR_TARGET` (the target triple).
 
+use sha2::{Digest, Sha256};
 use std::path::Path;
 
 fn main() {
@@ -34,6 +37,20 @@ fn main() {
         ));
     }
     out.push_str("];\n");
+    let mut hash = Sha256::new();
+    for f in &files {
+        let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
+        hash.update(name.unwrap_or_default().as_bytes());
+        hash.update([0]);
+        hash.update(std::fs::read(f).expect("read a rule file"));
+        hash.update([0]);
+    }
+    let hex: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    println!("cargo:rustc-env=ENVDOCTOR_RULES_SHA256={hex}");
+    println!(
+        "cargo:rustc-env=ENVDOCTOR_TARGET={}",
+        std::env::var("TARGET").unwrap_or_default()
+    );
     let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(Path::new(&out_dir).join("shipped_rules.rs"), out)
         .expect("write shipped_rules.rs");

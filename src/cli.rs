@@ -6,12 +6,12 @@
 
 use crate::probe::{self, Options};
 use crate::report::findings::{self, FailOn, Summary};
-use crate::report::style::Style;
+use crate::report::style::{ColorWhen, Style};
 use crate::report::{write_stdout, Format};
 use crate::root::{Env, Root};
 use crate::rules::RuleSet;
 use crate::Error;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -69,9 +69,59 @@ schema/compare.schema.json.";
 #[derive(Debug, Parser)]
 #[command(name = "envdoctor", version, about, long_about = None, after_help = EXAMPLES)]
 pub struct Cli {
+    /// Options every command takes.
+    #[command(flatten)]
+    pub global: GlobalArgs,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Options every command takes (before or after the subcommand).
+#[derive(Debug, Args, Clone, Default)]
+pub struct GlobalArgs {
+    /// Print only the verdict line (check's text output).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also print every fact each rule looked at, for each subject (check's text output).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// When to colour: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb;
+    /// FORCE_COLOR or CLICOLOR_FORCE colour a pipe too), always, never.
+    #[arg(long, value_enum, global = true, value_name = "WHEN", default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
+}
+
+/// `envdoctor --version`: the version, the shipped rule pack (count and SHA-256 of its files) and
+/// the target it was built for, so two binaries that print the same version can be told apart.
+pub fn version_text() -> String {
+    let rules = RuleSet::shipped().map(|s| s.rules().len()).unwrap_or(0);
+    format!(
+        "{} (rule pack: {rules} rules, sha256 {}; target {})",
+        env!("CARGO_PKG_VERSION"),
+        &env!("ENVDOCTOR_RULES_SHA256")[..16],
+        env!("ENVDOCTOR_TARGET"),
+    )
+}
+
+/// The command-line definition with the computed version (completions and the man page).
+pub fn command() -> clap::Command {
+    Cli::command().version(version_text())
+}
+
+/// The definition `main` parses `args` with: the rule-pack count in the version costs a
+/// compilation of the pack, so it is computed only when `--version`/`-V` or `man` is asked
+/// for, never for the probes' internal children (started many times per run).
+pub fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
+    let wants_version = args
+        .iter()
+        .skip(1)
+        .any(|a| a == "--version" || a == "-V" || a == "man");
+    if wants_version {
+        command()
+    } else {
+        Cli::command()
+    }
 }
 
 /// The subcommands.
@@ -94,6 +144,14 @@ pub enum Command {
     Diagnose(crate::diagnose::cli::DiagnoseArgs),
     /// Run a command; when it fails, diagnose what it printed (exits with its status).
     Run(crate::diagnose::cli::RunArgs),
+    /// Print a shell completion script: `envdoctor completions bash > /etc/bash_completion.d/envdoctor`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `envdoctor man > ~/.local/share/man/man1/envdoctor.1`.
+    Man,
     /// Internal: query NVML and stream JSON lines (run by the gpu probe in a child process).
     #[command(name = "__nvml-child", hide = true)]
     NvmlChild(NvmlChildArgs),
@@ -169,9 +227,16 @@ pub struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
     pub format: CheckFormat,
-    /// Exit 1 when a finding is at or above this severity.
-    #[arg(long, value_enum, default_value_t = FailOn::Error)]
-    pub fail_on: FailOn,
+    /// Exit 1 when a finding is at or above this severity [default: error, or the configuration's].
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
+    /// Leave out a rule's findings, or one subject's (`RULE:/venv/bin/python`) (repeatable).
+    #[arg(long = "ignore", value_name = "RULE[:SUBJECT]")]
+    pub ignore: Vec<String>,
+    /// Read this configuration file instead of looking for envdoctor.toml or pyproject.toml's
+    /// [tool.envdoctor] in the project and its parents.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Jobs here must use a GPU: a missing GPU library is an error even on a machine without one
     /// (a CI runner checking a GPU image). Same as `--expect gpu`.
     #[arg(long, env = "ENVDOCTOR_EXPECT_GPU", value_parser = clap::builder::BoolishValueParser::new())]
@@ -336,8 +401,23 @@ impl ProbeArgs {
 
 /// Run a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> Result<i32, Error> {
+    crate::report::style::set_color_when(cli.global.color);
     match cli.command {
-        Command::Check(args) => check(args),
+        Command::Check(args) => check(args, &cli.global),
+        Command::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut command(), "envdoctor", &mut buf);
+            out(&String::from_utf8_lossy(&buf))?;
+            Ok(0)
+        }
+        Command::Man => {
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(command())
+                .render(&mut buf)
+                .map_err(|e| Error::other(format!("cannot render the man page: {e}")))?;
+            out(&String::from_utf8_lossy(&buf))?;
+            Ok(0)
+        }
         Command::Snapshot(args) => snapshot(args),
         Command::Rules(cmd) => rules_cmd(cmd),
         Command::Explain(args) => explain(args),
@@ -377,9 +457,19 @@ fn out(text: &str) -> Result<(), Error> {
     write_stdout(text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))
 }
 
-fn check(args: CheckArgs) -> Result<i32, Error> {
-    let mut rules = RuleSet::shipped_with(&args.rules)?;
-    rules.set_params(&args.params)?;
+fn check(args: CheckArgs, global: &GlobalArgs) -> Result<i32, Error> {
+    let cwd = std::env::current_dir().ok();
+    let project = match &args.probe.project {
+        Some(p) if args.probe.root == Path::new("/") && args.from.is_none() => Some(p.clone()),
+        _ => cwd,
+    };
+    let config = crate::config::load(
+        project.as_deref(),
+        args.config.as_deref(),
+        crate::config::from_cli(&args.rules, args.fail_on, &args.params, &args.ignore)?,
+    )?;
+    let mut rules = RuleSet::shipped_with(&config.rule_dirs())?;
+    config.apply(&mut rules)?;
     let snap = match &args.from {
         Some(path) => {
             let shown = path.display().to_string();
@@ -394,6 +484,9 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
     if args.expect_gpu {
         snap.expect
             .given(true, false, "--expect-gpu / ENVDOCTOR_EXPECT_GPU");
+    } else if let Some(c) = config.expect_gpu.as_ref().filter(|c| c.value) {
+        snap.expect
+            .given(true, false, &format!("expect-gpu in {}", c.source));
     }
     for e in &args.expect {
         match e {
@@ -401,8 +494,8 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
             Expectation::Profiler => snap.expect.given(false, true, "--expect profiler"),
         }
     }
-    let found = rules.check(&snap);
-    let summary = Summary::of(&found, &snap, args.fail_on);
+    let found = config.filter(rules.check(&snap));
+    let summary = Summary::of(&found, &snap, config.fail_on.value);
     let text = match args.format {
         CheckFormat::Json => findings::json(&found, &summary, &snap),
         CheckFormat::Markdown => findings::markdown(&found, &summary, &snap),
@@ -418,14 +511,22 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
             &snap,
             crate::report::prometheus::now(),
         ),
-        CheckFormat::Text => findings::text(
-            &found,
-            &summary,
-            &snap,
-            &Style {
-                color: crate::report::style::stdout_color(),
-            },
-        ),
+        CheckFormat::Text => {
+            let st = Style::stdout();
+            let full = findings::text(&found, &summary, &snap, &st);
+            // The verdict is the last line.
+            let (body, verdict) = full
+                .trim_end_matches('\n')
+                .rsplit_once('\n')
+                .unwrap_or(("", full.trim_end_matches('\n')));
+            if global.quiet {
+                format!("{verdict}\n")
+            } else if global.verbose {
+                format!("{body}\n{}{verdict}\n", looked_at(&rules, &snap, &st))
+            } else {
+                full
+            }
+        }
     };
     out(&text)?;
     Ok(if summary.failed { 1 } else { 0 })
@@ -442,6 +543,34 @@ fn sarif_base(args: &CheckArgs) -> Option<PathBuf> {
         None => std::env::current_dir().ok()?,
     };
     std::path::absolute(dir).ok()
+}
+
+/// `check -v`: every rule, each subject, the facts it read.
+fn looked_at(rules: &RuleSet, snap: &crate::Snapshot, st: &Style) -> String {
+    let all = rules.looked_at(snap);
+    let mut s = st.bold(&format!("Facts looked at ({} rules)", rules.rules().len()));
+    s.push('\n');
+    for (rule, subject, facts) in all {
+        s.push_str(&format!("  {}", st.bold(&rule.id)));
+        if let Some(subject) = subject {
+            s.push_str(&format!(" {} {subject}", st.dim("for")));
+        }
+        s.push('\n');
+        for f in facts {
+            let v = if f.value.is_null() {
+                "(absent)".to_string()
+            } else {
+                let v = crate::rules::template::display_value(&f.value);
+                match v.char_indices().nth(120) {
+                    Some((i, _)) => format!("{}…", &v[..i]),
+                    None => v,
+                }
+            };
+            s.push_str(&format!("    {} = {v}\n", f.path));
+        }
+    }
+    s.push('\n');
+    s
 }
 
 fn load_for_files(paths: &[PathBuf], extra: &[PathBuf]) -> Result<RuleSet, Error> {
@@ -552,4 +681,14 @@ fn explain(a: ExplainArgs) -> Result<i32, Error> {
     let r = set.get(&a.id).ok_or_else(|| unknown_rule(&a.id))?;
     out(&crate::rules::explain::render(r))?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks (conflicting flags, duplicate shorts across the global
+    /// `-q`/`-v` and subcommands' options) on the whole definition.
+    #[test]
+    fn clap_definitions_are_consistent() {
+        super::command().debug_assert();
+    }
 }

@@ -6,12 +6,14 @@
 //! - [`snapshot`]: the facts, one serde type with a versioned JSON schema;
 //! - [`compare`]: the drift between snapshots (two, or a fleet);
 //! - [`diagnose`]: from an error log to the rule that explains it, confirmed by the facts;
+//! - [`config`]: `envdoctor.toml` / `[tool.envdoctor]` / `ENVDOCTOR_*`, merged under the flags;
 //! - [`cli`]: the command-line surface (`main.rs` only parses and exits).
 //!
 //! See `ARCHITECTURE.md` for the map of modules.
 
 pub mod cli;
 pub mod compare;
+pub mod config;
 pub mod diagnose;
 pub mod error;
 pub mod probe;

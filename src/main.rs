@@ -1,9 +1,11 @@
 //! The `envdoctor` binary: parse arguments, call the library, exit with its code.
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 fn main() {
-    let cli = envdoctor::cli::Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = envdoctor::cli::command_for(&args).get_matches_from(args);
+    let cli = envdoctor::cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let code = match envdoctor::cli::run(cli) {
         Ok(code) => code,
         Err(err) => {

@@ -174,6 +174,8 @@ pub struct Eval<'a, 'p> {
     index: &'p Index<'a>,
     bindings: Vec<Binding<'a>>,
     evidence: Vec<Evidence>,
+    /// Every fact a test read, when tracing (`check -v`).
+    trace: Option<Vec<Evidence>>,
 }
 
 /// What a rule found on one subject.
@@ -191,16 +193,8 @@ pub struct Hit {
 /// What a scoped rule is evaluated for: (variable, element, label); None for machine rules.
 type Subject<'a> = Option<(String, &'a Value, String)>;
 
-/// Evaluate `rule` on `root` (a snapshot as JSON), with `params` (the rule's, overridden);
-/// `index` is shared by every rule run on the same `root`.
-pub fn run_rule<'a>(
-    rule: &Rule,
-    root: &'a Value,
-    params: &BTreeMap<String, Value>,
-    index: &Index<'a>,
-) -> Vec<Hit> {
-    let mut hits = Vec::new();
-    let subjects: Vec<Subject> = match rule.scope.binding() {
+fn subjects_of<'a>(rule: &Rule, root: &'a Value) -> Vec<Subject<'a>> {
+    match rule.scope.binding() {
         None => vec![None],
         Some((section, var)) => match root.get(section) {
             Some(Value::Array(items)) => items
@@ -210,7 +204,54 @@ pub fn run_rule<'a>(
                 .collect(),
             _ => Vec::new(),
         },
-    };
+    }
+}
+
+/// Every fact `rule` read on each of its subjects (subject label, facts in reading order, a
+/// missing one as null), for `check -v`. Evaluation stops where the rule's logic stops
+/// (`all` at the first false test), so these are the facts that decided the verdict.
+pub fn looked_at<'a>(
+    rule: &Rule,
+    root: &'a Value,
+    params: &BTreeMap<String, Value>,
+    index: &Index<'a>,
+) -> Vec<(Option<String>, Vec<Evidence>)> {
+    let mut out = Vec::new();
+    for subject in subjects_of(rule, root) {
+        let mut ev = Eval {
+            root,
+            params,
+            index,
+            bindings: Vec::new(),
+            evidence: Vec::new(),
+            trace: Some(Vec::new()),
+        };
+        let label = subject.as_ref().map(|(_, _, l)| l.clone());
+        if let Some((name, value, label)) = subject {
+            ev.bindings.push(Binding {
+                name,
+                value,
+                label: BindLabel::Text(label),
+            });
+        }
+        ev.cond(&rule.when);
+        let mut facts = ev.trace.take().unwrap_or_default();
+        dedup_keep_order(&mut facts);
+        out.push((label, facts));
+    }
+    out
+}
+
+/// Evaluate `rule` on `root` (a snapshot as JSON), with `params` (the rule's, overridden);
+/// `index` is shared by every rule run on the same `root`.
+pub fn run_rule<'a>(
+    rule: &Rule,
+    root: &'a Value,
+    params: &BTreeMap<String, Value>,
+    index: &Index<'a>,
+) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    let subjects = subjects_of(rule, root);
     for subject in subjects {
         let mut ev = Eval {
             root,
@@ -218,6 +259,7 @@ pub fn run_rule<'a>(
             index,
             bindings: Vec::new(),
             evidence: Vec::new(),
+            trace: None,
         };
         let label = subject.as_ref().map(|(_, _, l)| l.clone());
         if let Some((name, value, label)) = subject {
@@ -519,6 +561,24 @@ impl<'a> Eval<'a, '_> {
 
     fn test(&mut self, fact: &Path, cast: Option<super::model::Cast>, op: &Op) -> bool {
         let raw = self.resolve_value(fact);
+        if self.trace.is_some() {
+            // The fact tested, and any fact it is compared with.
+            let mut looked = vec![Evidence {
+                path: self.label_of(fact),
+                value: raw.cloned().unwrap_or(Value::Null),
+            }];
+            for o in op.operands() {
+                if let Operand::Fact(p) = o {
+                    looked.push(Evidence {
+                        path: self.label_of(p),
+                        value: self.resolve_value(p).cloned().unwrap_or(Value::Null),
+                    });
+                }
+            }
+            if let Some(t) = self.trace.as_mut() {
+                t.extend(looked);
+            }
+        }
         let cast_value;
         let value = match cast {
             None => raw,

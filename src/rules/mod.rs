@@ -183,27 +183,44 @@ impl RuleSet {
     /// Override parameters: `ID.NAME=VALUE` (VALUE a number, true/false, or a string).
     pub fn set_params(&mut self, assignments: &[String]) -> Result<(), Error> {
         for a in assignments {
-            let bad = || {
+            let (id, name, value) = crate::config::parse_param(a).map_err(|_| {
                 Error::input(
                     format!("--param {a}"),
                     "expected RULE-ID.NAME=VALUE (see `envdoctor rules show RULE-ID`)",
                 )
-            };
-            let (lhs, value) = a.split_once('=').ok_or_else(bad)?;
-            let (id, name) = lhs.rsplit_once('.').ok_or_else(bad)?;
-            let rule =
-                self.rules.iter_mut().find(|r| r.id == id).ok_or_else(|| {
-                    Error::input(format!("--param {a}"), format!("no rule `{id}`"))
-                })?;
-            if !rule.params.contains_key(name) {
-                let known: Vec<&String> = rule.params.keys().collect();
-                return Err(Error::input(
-                    format!("--param {a}"),
-                    format!("rule `{id}` has no parameter `{name}` (it has: {known:?})"),
-                ));
-            }
-            rule.params.insert(name.to_string(), parse_scalar(value));
+            })?;
+            self.set_param(&id, &name, value)
+                .map_err(|e| Error::input(format!("--param {a}"), e))?;
         }
+        Ok(())
+    }
+
+    /// Override one parameter of one rule; the error says what is wrong (no such rule or
+    /// parameter).
+    pub fn set_param(&mut self, id: &str, name: &str, value: Value) -> Result<(), String> {
+        let rule = self
+            .rules
+            .iter_mut()
+            .find(|r| r.id == id)
+            .ok_or_else(|| format!("no rule `{id}`"))?;
+        if !rule.params.contains_key(name) {
+            let known: Vec<&String> = rule.params.keys().collect();
+            return Err(format!(
+                "rule `{id}` has no parameter `{name}` (it has: {known:?})"
+            ));
+        }
+        rule.params.insert(name.to_string(), value);
+        Ok(())
+    }
+
+    /// Change a rule's severity (configuration's per-rule overrides).
+    pub fn set_severity(&mut self, id: &str, severity: Severity) -> Result<(), String> {
+        let rule = self
+            .rules
+            .iter_mut()
+            .find(|r| r.id == id)
+            .ok_or_else(|| format!("no rule `{id}`"))?;
+        rule.severity = severity;
         Ok(())
     }
 
@@ -227,6 +244,19 @@ impl RuleSet {
                 .then_with(|| a.rule.cmp(&b.rule))
                 .then_with(|| a.subject.cmp(&b.subject))
         });
+        out
+    }
+
+    /// For `check -v`: each rule's subjects and, for each, the facts it read (in rule order).
+    pub fn looked_at(&self, snap: &Snapshot) -> Vec<(&Rule, Option<String>, Vec<Evidence>)> {
+        let root = serde_json::to_value(snap).unwrap_or(Value::Null);
+        let index = eval::Index::default();
+        let mut out = Vec::new();
+        for rule in &self.rules {
+            for (subject, facts) in eval::looked_at(rule, &root, &rule.params, &index) {
+                out.push((rule, subject, facts));
+            }
+        }
         out
     }
 
@@ -333,7 +363,8 @@ fn findings_of<'a>(
         .collect()
 }
 
-fn parse_scalar(s: &str) -> Value {
+/// A parameter value from text: an integer, a float, true/false, else the string.
+pub fn parse_scalar(s: &str) -> Value {
     if let Ok(n) = s.parse::<i64>() {
         return Value::from(n);
     }
