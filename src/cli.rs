@@ -6,6 +6,7 @@
 
 use crate::probe::{self, Options};
 use crate::report::findings::{self, FailOn, Summary};
+use crate::report::layout::Layout;
 use crate::report::style::Style;
 use crate::report::{write_stdout, Format};
 use crate::root::{Env, Root};
@@ -80,6 +81,9 @@ pub enum Command {
     Check(CheckArgs),
     /// Probe the machine and write every fact as JSON (stdout by default).
     Snapshot(SnapshotArgs),
+    /// Probe and write an environment report to paste into a bug report (Markdown; --format
+    /// json for tools): the summary, the findings and the facts a maintainer asks for.
+    Report(CheckArgs),
     /// List, show, test and lint rules.
     #[command(subcommand)]
     Rules(RulesCommand),
@@ -146,7 +150,8 @@ Examples:
   envdoctor check --rules ./team-rules      add (or replace) rules
 
 Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2 envdoctor could not do
-its job (bad arguments, unreadable snapshot, invalid rules).")]
+its job (bad arguments, a named file, directory or pid that is not there, unreadable snapshot,
+invalid rules) or did it incompletely (a probe failed or timed out; --allow-incomplete: 0 or 1).")]
 pub struct CheckArgs {
     /// Probe options (ignored with --from).
     #[command(flatten)]
@@ -166,6 +171,16 @@ pub struct CheckArgs {
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
+    /// When a probe failed or timed out (the verdict says "incomplete"), exit as if it had not
+    /// (0 or 1) instead of 2.
+    #[arg(long)]
+    pub allow_incomplete: bool,
+    /// Show every line of the summary and every finding of a repeated rule.
+    #[arg(long)]
+    pub verbose: bool,
+    /// Show every finding of a repeated rule (the text groups them, first 3 shown).
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// `envdoctor rules ...`.
@@ -282,14 +297,54 @@ impl ProbeArgs {
             None => None,
         };
         opts.checkpoints = self.checkpoints.iter().map(|p| to_machine(p)).collect();
+        self.check_named(&opts)?;
         Ok(opts)
+    }
+
+    /// A named --project, --checkpoint or --pid that is not there is a typo, not a clean machine.
+    fn check_named(&self, opts: &Options) -> Result<(), Error> {
+        let root = &opts.root;
+        let readable = |flag: &str, p: &Path, dir: bool| -> Result<(), Error> {
+            let shown = format!("{flag} {}", p.display());
+            let meta = root.metadata(p).map_err(|e| match e.is_not_found() {
+                true => Error::input(&shown, "no such file or directory"),
+                false => Error::input(&shown, e.to_string()),
+            })?;
+            if dir && !meta.is_dir() {
+                return Err(Error::input(shown, "not a directory"));
+            }
+            let r = if meta.is_dir() {
+                root.read_dir(p).map(drop)
+            } else {
+                root.open(p).map(drop)
+            };
+            r.map_err(|e| Error::input(shown, format!("cannot be read: {e}")))
+        };
+        if self.project.is_some() {
+            if let Some(p) = &opts.project {
+                readable("--project", p, true)?;
+            }
+        }
+        for c in &opts.checkpoints {
+            readable("--checkpoint", c, false)?;
+        }
+        for pid in &self.pids {
+            if !root.is_dir(&PathBuf::from(format!("/proc/{pid}"))) {
+                return Err(Error::input(
+                    format!("--pid {pid}"),
+                    "no such process (no /proc entry) on the probed machine",
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
 /// Run a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> Result<i32, Error> {
     match cli.command {
-        Command::Check(args) => check(args),
+        Command::Check(args) => check(args, false),
+        Command::Report(args) => check(args, true),
         Command::Snapshot(args) => snapshot(args),
         Command::Rules(cmd) => rules_cmd(cmd),
         Command::Explain(args) => explain(args),
@@ -327,9 +382,10 @@ fn out(text: &str) -> Result<(), Error> {
     write_stdout(text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))
 }
 
-fn check(args: CheckArgs) -> Result<i32, Error> {
+fn check(args: CheckArgs, report: bool) -> Result<i32, Error> {
     let mut rules = RuleSet::shipped_with(&args.rules)?;
     rules.set_params(&args.params)?;
+    let mut project = None;
     let snap = match &args.from {
         Some(path) => {
             let shown = path.display().to_string();
@@ -337,24 +393,39 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
                 .map_err(|e| Error::input(&shown, format!("cannot read snapshot: {e}")))?;
             crate::Snapshot::from_json(&text, &shown)?
         }
-        None => probe::collect(args.probe.to_options()?),
+        None => {
+            let mut opts = args.probe.to_options()?;
+            opts.progress = crate::report::progress::wanted();
+            project = opts.project.as_ref().map(|p| p.display().to_string());
+            probe::collect(opts)
+        }
     };
     let found = rules.check(&snap);
     let summary = Summary::of(&found, &snap, args.fail_on);
-    let text = match args.format {
-        Format::Json => findings::json(&found, &summary, &snap),
-        Format::Markdown => findings::markdown(&found, &summary, &snap),
-        Format::Text => findings::text(
-            &found,
-            &summary,
-            &snap,
-            &Style {
+    let text = match (report, args.format) {
+        (true, Format::Json) => crate::report::envreport::json(&found, &summary, &snap),
+        (true, _) => crate::report::envreport::markdown(&found, &summary, &snap),
+        (false, Format::Json) => findings::json(&found, &summary, &snap),
+        (false, Format::Markdown) => findings::markdown(&found, &summary, &snap),
+        (false, Format::Text) => {
+            let home = Env::from_process().home().map(|h| h.display().to_string());
+            let lay = Layout::new(crate::report::layout::stdout_width(), home, project);
+            let st = Style {
                 color: crate::report::style::stdout_color(),
-            },
-        ),
+            };
+            let detail = findings::Detail {
+                verbose: args.verbose,
+                all: args.all,
+            };
+            crate::report::text::render(&found, &summary, &snap, &st, &lay, detail)
+        }
     };
     out(&text)?;
-    Ok(if summary.failed { 1 } else { 0 })
+    Ok(if report {
+        0
+    } else {
+        summary.exit_code(args.allow_incomplete)
+    })
 }
 
 fn load_for_files(paths: &[PathBuf], extra: &[PathBuf]) -> Result<RuleSet, Error> {

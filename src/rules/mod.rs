@@ -201,7 +201,21 @@ impl RuleSet {
                     format!("rule `{id}` has no parameter `{name}` (it has: {known:?})"),
                 ));
             }
-            rule.params.insert(name.to_string(), parse_scalar(value));
+            let parsed = parse_scalar(value);
+            // The declared default gives the parameter its type: a number stays a number, a
+            // boolean a boolean (`threshold=abc` would otherwise silently disable the rule).
+            let want = match rule.params.get(name) {
+                Some(Value::Number(_)) if !parsed.is_number() => Some("a number"),
+                Some(Value::Bool(_)) if !parsed.is_boolean() => Some("true or false"),
+                _ => None,
+            };
+            if let Some(want) = want {
+                return Err(Error::input(
+                    format!("--param {a}"),
+                    format!("`{name}` of rule `{id}` is {want}, not `{value}`"),
+                ));
+            }
+            rule.params.insert(name.to_string(), parsed);
         }
         Ok(())
     }
