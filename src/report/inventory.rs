@@ -175,7 +175,13 @@ fn framework_line(fw: &Framework, libs: &[&Library], findings: &[Finding]) -> Li
     }
     if !missing.is_empty() {
         mark = Mark::Bad;
-        parts.push(format!("not found: {}", missing.join(", ")));
+        let more = if missing.len() > 3 {
+            format!(", … {} more", missing.len() - 3)
+        } else {
+            String::new()
+        };
+        missing.truncate(3);
+        parts.push(format!("not found: {}{more}", missing.join(", ")));
     }
     let key = format!("{} @ {}", fw.name, fw.python);
     let touched = worst(findings, |p| {
@@ -335,7 +341,9 @@ pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
                     g.live.foreign_processes
                 ));
             }
-            mark = mark.max(Mark::Warn);
+            if g.live.processes.iter().any(|p| p.same_user != Some(true)) {
+                mark = mark.max(Mark::Warn);
+            }
         } else {
             text.push_str(", no process on it");
         }

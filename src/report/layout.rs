@@ -62,6 +62,7 @@ impl Layout {
         let opts = textwrap::Options::new(width)
             .break_words(false)
             .word_separator(textwrap::WordSeparator::AsciiSpace)
+            .word_splitter(textwrap::WordSplitter::NoHyphenation)
             .initial_indent(first)
             .subsequent_indent(rest);
         let lines: Vec<String> = textwrap::wrap(text, opts)
@@ -127,17 +128,18 @@ impl Layout {
                     out.push(' ');
                 }
                 first = false;
+                // A path starts at a `/` that begins the word or follows an opening
+                // bracket, quote or `=` (`pythons[/usr/bin/python3]`, `(/x)`, `PATH=/bin`).
                 let start = word.find('/').filter(|&s| {
-                    word[..s]
-                        .chars()
-                        .all(|c| matches!(c, '(' | '[' | '"' | '\'' | '='))
+                    s == 0 || matches!(word.as_bytes()[s - 1], b'(' | b'[' | b'"' | b'\'' | b'=')
                 });
                 match start {
                     Some(s) => {
                         let body = &word[s..];
-                        let end = body
-                            .trim_end_matches([',', ';', ':', ')', ']', '.', '"', '\''])
-                            .len();
+                        let cut = body
+                            .find([']', ')', ',', ';', '"', '\''])
+                            .unwrap_or(body.len());
+                        let end = body[..cut].trim_end_matches(['.', ':']).len();
                         let (p, tail) = body.split_at(end);
                         out.push_str(&word[..s]);
                         out.push_str(&self.path(p));
@@ -205,6 +207,14 @@ mod tests {
             "`/home/u/x -m pip` and /usr/lib"
         );
         assert_eq!(l.paths_in("and/or"), "and/or");
+        assert_eq!(
+            l.paths_in("pythons[/home/u/x].packages[a] /home/u/proj/b"),
+            "pythons[~/x].packages[a] /home/u/proj/b"
+        );
+        assert_eq!(
+            l.paths_in("the `x -m pip install 'a<4'` and (/home/u/x):"),
+            "the `x -m pip install 'a<4'` and (~/x):"
+        );
     }
 
     #[test]

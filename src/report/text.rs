@@ -160,13 +160,18 @@ fn one_finding(
 
 fn fix_lines(out: &mut String, f: &Finding, lay: &Layout, st: &Style, snap: &Snapshot) {
     let fix = fix_of(f, snap);
+    // The command is printed whole on its own line; the text points to it instead of repeating it.
+    let text = match &fix.command {
+        Some(c) => fix.text.replacen(&format!("`{c}`"), "the command below", 1),
+        None => fix.text.clone(),
+    };
     push(
         out,
         lay,
         "  fix: ",
         &format!("  {} ", st.good("fix:")),
         4,
-        &fix.text,
+        &lay.paths_in(&text),
     );
     if let Some(c) = &fix.command {
         // The command alone on its line, never wrapped: it is meant to be pasted.
