@@ -175,11 +175,13 @@ fn a_laptop_without_a_gpu_is_ok_and_says_what_it_assumed() {
     let (_, out) = run(m.root(), &m.env, None, &args);
     let first: Vec<&str> = out.lines().take(4).collect();
     assert_eq!(first[0], "Summary");
+    // The project in full once; paths under it relative to it from then on.
+    assert_eq!(first[1], "    Project      /home/u/proj");
     assert!(
-        first[1].starts_with("  ✓ Python       /home/u/proj/.venv/bin/python"),
+        first[2].starts_with("  ✓ Python       ./.venv/bin/python 3.11.9"),
         "{out}"
     );
-    assert!(first[1].contains("VIRTUAL_ENV"), "{out}");
+    assert!(first[2].contains("VIRTUAL_ENV"), "{out}");
     assert!(out.contains("✓ Driver       no NVIDIA driver"), "{out}");
     assert!(
         out.trim_end()

@@ -98,10 +98,19 @@ impl Layout {
         None
     }
 
-    /// A path: in full the first time, shortened afterwards.
+    /// The project directory, when paths are written relative to it.
+    pub fn project(&self) -> Option<&str> {
+        self.project.as_deref()
+    }
+
+    /// A path: in full the first time, shortened afterwards. Paths under the project are short
+    /// from the start once the project itself was written in full.
     pub fn path(&self, path: &str) -> String {
         let mut seen = self.seen.borrow_mut();
-        if seen.insert(path.to_string()) {
+        let under_named_project = self.project.as_ref().is_some_and(|p| {
+            seen.contains(p.as_str()) && path.starts_with(p.as_str()) && path != p.as_str()
+        });
+        if seen.insert(path.to_string()) && !under_named_project {
             path.to_string()
         } else {
             self.short(path).unwrap_or_else(|| path.to_string())

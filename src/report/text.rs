@@ -61,9 +61,21 @@ pub fn summary_block(
         .map(|l| l.area.chars().count())
         .max()
         .unwrap_or(0)
-        .min(12);
+        .clamp(7, 12);
     let mut out = st.bold("Summary");
     out.push('\n');
+    if let Some(p) = lay.project() {
+        let p = lay.path(p);
+        let w = w.max(7);
+        push(
+            &mut out,
+            lay,
+            &format!("    {:<w$}  ", "Project"),
+            &format!("    {:<w$}  ", "Project"),
+            w + 6,
+            &p,
+        );
+    }
     for l in &lines {
         let pad = w.saturating_sub(l.area.chars().count());
         let first = format!(
