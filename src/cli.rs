@@ -297,11 +297,11 @@ impl ProbeArgs {
             None => None,
         };
         opts.checkpoints = self.checkpoints.iter().map(|p| to_machine(p)).collect();
-        self.check_named(&opts)?;
         Ok(opts)
     }
 
-    /// A named --project, --checkpoint or --pid that is not there is a typo, not a clean machine.
+    /// For `check` and `report` (gates): a named --project, --checkpoint or --pid that is not
+    /// there is a typo, not a clean machine (`snapshot` records what it finds as probe errors).
     fn check_named(&self, opts: &Options) -> Result<(), Error> {
         let root = &opts.root;
         let readable = |flag: &str, p: &Path, dir: bool| -> Result<(), Error> {
@@ -395,6 +395,7 @@ fn check(args: CheckArgs, report: bool) -> Result<i32, Error> {
         }
         None => {
             let mut opts = args.probe.to_options()?;
+            args.probe.check_named(&opts)?;
             opts.progress = crate::report::progress::wanted();
             project = opts.project.as_ref().map(|p| p.display().to_string());
             probe::collect(opts)

@@ -80,8 +80,8 @@ fn every_bad_input_exits_2_naming_the_argument() {
     assert_ne!(code, 2, "{stderr}");
     // --pid of a process that exists is accepted.
     let me = std::process::id().to_string();
-    let (code, _, stderr) = envdoctor(&["snapshot", "--no-load", "--project", d, "--pid", &me]);
-    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = envdoctor(&["check", "--no-load", "--project", d, "--pid", &me]);
+    assert_ne!(code, 2, "{stderr}");
 }
 
 #[test]
@@ -191,5 +191,40 @@ fn in_an_80_column_tmux_no_line_is_longer_than_80() {
             l.trim_end().chars().count() <= 80,
             "longer than 80: {l:?}\n{text}"
         );
+    }
+}
+
+#[test]
+fn compare_fits_100_columns() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/snapshots/compare");
+    for args in [
+        vec!["a.json", "b.json"],
+        vec!["a.json", "b.json", "--all"],
+        vec![
+            "fleet-1.json",
+            "fleet-2.json",
+            "fleet-3.json",
+            "a.json",
+            "b.json",
+            "--all",
+        ],
+    ] {
+        let out = Command::cargo_bin("envdoctor")
+            .unwrap()
+            .current_dir(&dir)
+            .env("NO_COLOR", "1")
+            .arg("compare")
+            .args(&args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.lines().count() > 5, "{text}");
+        for l in text.lines() {
+            assert!(
+                l.chars().count() <= 100,
+                "{args:?}: {} columns: {l}",
+                l.chars().count()
+            );
+        }
     }
 }
