@@ -441,36 +441,10 @@ fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
     match cmd {
         RulesCommand::List(a) => {
             let set = RuleSet::shipped_with(&a.rules)?;
-            if a.format == Format::Json {
-                let list: Vec<serde_json::Value> = set
-                    .rules()
-                    .iter()
-                    .map(|r| {
-                        serde_json::json!({
-                            "id": r.id, "severity": r.severity, "scope": r.scope.as_str(),
-                            "title": r.title, "file": r.origin.file, "line": r.origin.line,
-                            "shipped": r.origin.shipped, "facts": r.when.facts(),
-                        })
-                    })
-                    .collect();
-                let mut s = serde_json::to_string_pretty(&list).unwrap_or_default();
-                s.push('\n');
-                out(&s)?;
-            } else {
-                let w = set.rules().iter().map(|r| r.id.len()).max().unwrap_or(0);
-                let mut s = String::new();
-                for r in set.rules() {
-                    s.push_str(&format!(
-                        "{:<w$}  {:<7}  {:<11}  {}\n",
-                        r.id,
-                        r.severity.as_str(),
-                        r.scope.as_str(),
-                        r.title
-                    ));
-                }
-                s.push_str(&format!("{} rules\n", set.rules().len()));
-                out(&s)?;
-            }
+            out(&match a.format {
+                Format::Json => crate::report::rules::list_json(&set),
+                _ => crate::report::rules::list_text(&set),
+            })?;
             Ok(0)
         }
         RulesCommand::Show(a) => {
@@ -488,25 +462,8 @@ fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
         RulesCommand::Test(a) => {
             let set = load_for_files(&a.paths, &a.rules)?;
             let results = set.run_tests();
-            let mut s = String::new();
             let failed = results.iter().filter(|r| r.failure.is_some()).count();
-            for r in &results {
-                match &r.failure {
-                    None => s.push_str(&format!("ok    {} / {}\n", r.rule, r.name)),
-                    Some(why) => s.push_str(&format!(
-                        "FAIL  {} / {} ({}:{})\n      {why}\n",
-                        r.rule, r.name, r.file, r.line
-                    )),
-                }
-            }
-            s.push_str(&format!(
-                "\n{} rules, {} tests: {} passed, {} failed\n",
-                set.rules().len(),
-                results.len(),
-                results.len() - failed,
-                failed
-            ));
-            out(&s)?;
+            out(&crate::report::rules::test_text(&set, &results))?;
             Ok(if failed > 0 { 1 } else { 0 })
         }
         RulesCommand::Lint(a) => {

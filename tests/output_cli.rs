@@ -228,3 +228,80 @@ fn compare_fits_100_columns() {
         }
     }
 }
+
+#[test]
+fn a_slow_probe_is_named_on_the_terminal_and_cleared() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("ENVDOCTOR_REQUIRE_PYPI").is_none(),
+            "CI installs tmux"
+        );
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let done = dir.path().join("done");
+    let sock = dir.path().join("tmux.sock");
+    let exe = assert_cmd::cargo::cargo_bin("envdoctor");
+    let lib = fake_nvml::library();
+    // NVML hangs (a wedged driver); stdout goes to a file so the pane shows stderr alone.
+    let script = format!(
+        "cd '{d}' && FAKE_NVML_SCENARIO=hang '{exe}' check --deadline 4 --nvml-lib '{lib}' \
+         > '{d}/out.txt'; touch '{done}'; sleep 30",
+        d = dir.path().display(),
+        exe = exe.display(),
+        lib = lib.display(),
+        done = done.display()
+    );
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&sock)
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .unwrap()
+    };
+    assert!(
+        tmux(&["new-session", "-d", "-x", "80", "-y", "20", &script])
+            .status
+            .success()
+    );
+    let t0 = std::time::Instant::now();
+    let mut seen = String::new();
+    while !done.exists() && t0.elapsed() < Duration::from_secs(60) {
+        let pane = tmux(&["capture-pane", "-p"]);
+        let text = String::from_utf8_lossy(&pane.stdout).into_owned();
+        if text.contains("waiting for") {
+            seen = text;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let after = String::from_utf8_lossy(&tmux(&["capture-pane", "-p"]).stdout).into_owned();
+    let _ = tmux(&["kill-server"]);
+    assert!(done.exists(), "envdoctor did not finish: {after}");
+    assert!(
+        seen.contains("waiting for NVML ("),
+        "never named NVML: {seen:?}"
+    );
+    assert!(seen.contains(" s of 4)"), "{seen}");
+    assert!(
+        !after.contains("waiting for"),
+        "the progress line was not cleared: {after}"
+    );
+    // Piped stderr (as here) never gets it.
+    let out = Command::cargo_bin("envdoctor")
+        .unwrap()
+        .args(["check", "--deadline", "2", "--nvml-lib"])
+        .arg(&lib)
+        .env("FAKE_NVML_SCENARIO", "hang")
+        .current_dir(dir.path())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("waiting for"));
+}

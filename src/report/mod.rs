@@ -5,10 +5,11 @@
 //! terminal ([`layout`]) with one mark per line (`✓ ! ✗`). One module per part: the verdict
 //! ([`verdict`]), the summary of what envdoctor assumed ([`inventory`]), fixes to paste
 //! ([`fixes`]), `check` as text, JSON and Markdown ([`text`], [`json`], [`markdown`]; [`findings`]
-//! keeps the older names), checkpoints in one line ([`checkpoints`]), the bug-report document
+//! keeps the older names), checkpoints in one line ([`checkpoints`]), `compare` ([`compare`]), `rules list` ([`rules`]), the bug-report document
 //! ([`envreport`]) and the progress line on stderr ([`progress`]).
 
 pub mod checkpoints;
+pub mod compare;
 pub mod envreport;
 pub mod findings;
 pub mod fixes;
@@ -17,6 +18,7 @@ pub mod json;
 pub mod layout;
 pub mod markdown;
 pub mod progress;
+pub mod rules;
 pub mod style;
 pub mod text;
 pub mod verdict;

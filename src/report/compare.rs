@@ -1,9 +1,9 @@
-//! Rendering a [`CompareReport`] for people: aligned text (coloured only when the caller says
+//! `compare` output: rendering a [`CompareReport`] for people (text within 100 columns): aligned text (coloured only when the caller says
 //! so: on a terminal without `NO_COLOR`) and Markdown for a pull-request comment. JSON is the
 //! serde form of the report ([`render_json`]); its schema is `schema/compare.schema.json`.
 
-use super::fleet::FleetReport;
-use super::{Change, ChangeKind, CompareReport, Direction, Mode, Rank, Size};
+use crate::compare::fleet::FleetReport;
+use crate::compare::{Change, ChangeKind, CompareReport, Direction, Mode, Rank, Size};
 use crate::report::layout::elide_middle;
 use crate::report::style::Style;
 use std::fmt::Write as _;
@@ -764,7 +764,7 @@ mod tests {
     fn change(fact: &str, kind: ChangeKind, a: Option<&str>, b: Option<&str>) -> Change {
         Change {
             rank: Rank::Ml,
-            section: super::super::Section::Frameworks,
+            section: crate::compare::Section::Frameworks,
             fact: fact.into(),
             change: kind,
             a: a.map(Into::into),
