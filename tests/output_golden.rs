@@ -267,6 +267,37 @@ fn a_rule_that_fires_five_times_is_one_entry_with_three_shown() {
     );
     let (_, rep) = run(m.root(), &m.env, None, &["report", "--no-load"]);
     golden("grouped.report.md", &rep);
+    // Secrets never reach the report, whatever the environment holds.
+    let mut with_secrets = m.env.clone();
+    with_secrets.push(("HF_TOKEN".into(), "hf_sEcReTtOkEnVaLuE1234567890".into()));
+    with_secrets.push((
+        "WANDB_API_KEY".into(),
+        "0123456789abcdef0123456789abcdef01234567".into(),
+    ));
+    with_secrets.push((
+        "PIP_INDEX_URL".into(),
+        "https://ana:hunter2pass@pypi.example.com/simple".into(),
+    ));
+    with_secrets.push(("HOSTNAME".into(), "secret-box-42".into()));
+    for format in ["markdown", "json"] {
+        let (_, rep) = run(
+            m.root(),
+            &with_secrets,
+            None,
+            &["report", "--no-load", "--format", format],
+        );
+        for secret in [
+            "hf_sEcReTtOkEnVaLuE",
+            "0123456789abcdef0123",
+            "hunter2pass",
+            "secret-box-42",
+        ] {
+            assert!(
+                !rep.contains(secret),
+                "{format} report leaks {secret}:\n{rep}"
+            );
+        }
+    }
     let (_, rep) = run(
         m.root(),
         &m.env,
