@@ -309,3 +309,31 @@ fn a_rule_that_fires_five_times_is_one_entry_with_three_shown() {
     assert!(r["facts"]["pythons"][0]["packages"].as_array().is_some());
     assert!(widest(&rep) > 0);
 }
+
+#[test]
+fn a_corrupt_checkpoint_is_told_once() {
+    let mut m = Machine::new();
+    m.env("HOME", "/home/u");
+    let whole = std::fs::read(repo("fixtures/checkpoints/torch_state_dict.pt")).unwrap();
+    let cut = m.path("/home/u/proj/runs/last.pt");
+    std::fs::create_dir_all(cut.parent().unwrap()).unwrap();
+    std::fs::write(&cut, &whole[..300]).unwrap();
+    let args = ["check", "--no-load", "--project", "/home/u/proj"];
+    let (_, out) = run(m.root(), &m.env, Some(80), &args);
+    golden("corrupt-checkpoint.80.txt", &out);
+    // The finding tells it; the probe problem behind it and a checkpoint list do not repeat it.
+    assert!(out.contains("[ckpt-unreadable]"), "{out}");
+    assert!(!out.contains("Probe problems"), "{out}");
+    assert_eq!(
+        out.matches("Could not find EOCD").count(),
+        2,
+        "message and evidence: {out}"
+    );
+    // The project in full once, the file relative to it.
+    assert_eq!(out.matches("/home/u/proj").count(), 1, "{out}");
+    assert!(out.contains("checkpoints[./runs/last.pt]"), "{out}");
+    assert!(
+        out.contains("! Checkpoints  1 found, 1 unreadable"),
+        "{out}"
+    );
+}

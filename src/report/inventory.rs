@@ -84,9 +84,17 @@ fn job_rank(py: &Python) -> Option<(u8, String)> {
                 SourceKind::Vscode | SourceKind::Pycharm => (4, "the IDE's interpreter".into()),
                 _ => return None,
             };
-            Some((rank, why))
+            // `python` and `python3` are what a job runs; `python3.11` only when they are not.
+            let name = s.detail.split(' ').next().unwrap_or("");
+            let pref = match name {
+                "python" => 0u8,
+                "python3" => 1,
+                _ => 2,
+            };
+            Some((rank, pref, why))
         })
         .min()
+        .map(|(rank, _, why)| (rank, why))
 }
 
 /// The interpreter a job started here runs (`python train.py`), and why.
@@ -246,7 +254,7 @@ pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
             });
         }
         None => out.push(Line {
-            mark: Mark::Bad,
+            mark: Mark::Warn,
             area: "Python".into(),
             text: if snap.pythons.is_empty() {
                 "no interpreter found".into()
@@ -305,6 +313,14 @@ pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
     } else {
         let why = match nvml.status.as_str() {
             "no-library" | "" => "no NVIDIA driver (libnvidia-ml.so.1 not found)".to_string(),
+            "not-probed"
+                if nvml
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("--no-load")) =>
+            {
+                "not probed (--no-load)".to_string()
+            }
             "not-probed" => "not probed (--root names another machine)".to_string(),
             s => format!("NVML {s}"),
         };
