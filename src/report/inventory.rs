@@ -168,9 +168,11 @@ fn framework_line(fw: &Framework, libs: &[&Library], findings: &[Finding]) -> Li
     let mut missing = Vec::new();
     let mut got = Vec::new();
     for l in &mine {
-        if !l.resolves {
+        // The driver's own libraries (libcuda, libnvidia-ml) are the Driver line's business.
+        let driver_lib = l.soname.starts_with("libcuda.so") || l.soname.starts_with("libnvidia-");
+        if !l.resolves && !driver_lib {
             missing.push(l.soname.clone());
-        } else if matches!(l.family.as_deref(), Some("cudart" | "cudnn" | "cuda")) {
+        } else if !driver_lib && matches!(l.family.as_deref(), Some("cudart" | "cudnn")) {
             got.push(format!(
                 "{} {}",
                 l.soname,
@@ -231,7 +233,10 @@ pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
                 .iter()
                 .filter(|p| p.path != py.path)
                 .map(|p| {
-                    let kinds: Vec<&str> = p.sources.iter().map(|s| kind_name(s.kind)).collect();
+                    let mut kinds: Vec<&str> =
+                        p.sources.iter().map(|s| kind_name(s.kind)).collect();
+                    kinds.sort_unstable();
+                    kinds.dedup();
                     format!(
                         "also: {} {} ({})",
                         p.path,
