@@ -32,7 +32,8 @@ fn mark_text(st: &Style, m: Mark) -> String {
     }
 }
 
-/// Push `text` wrapped after `first` (plain width `first_w`), following lines at `indent`.
+/// Push `text` wrapped after `first_plain` (shown as `first`, which may be coloured), following
+/// lines at `indent` columns.
 fn push(out: &mut String, lay: &Layout, first_plain: &str, first: &str, indent: usize, text: &str) {
     let rest = " ".repeat(indent);
     let lines = lay.wrap(first_plain, &rest, text);
