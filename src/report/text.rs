@@ -115,6 +115,26 @@ pub fn summary_block(
     out
 }
 
+/// `label` cut after `].` so that each piece fits `room` columns (a piece with no such place
+/// stays whole).
+fn label_lines(label: &str, room: usize) -> Vec<String> {
+    if label.chars().count() <= room {
+        return vec![label.to_string()];
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for piece in label.split_inclusive("].") {
+        if !cur.is_empty() && cur.chars().count() + piece.chars().count() > room {
+            out.push(std::mem::take(&mut cur));
+        }
+        cur.push_str(piece);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
 fn severity_word(st: &Style, s: Severity) -> String {
     match s {
         Severity::Error => st.error("✗ error"),
@@ -159,7 +179,14 @@ fn one_finding(
             } else {
                 display_value(&e.value)
             };
-            let line = format!("{} = {}", lay.paths_in(&e.path), lay.paths_in(&v));
+            // A fact label longer than the line is broken after a `].` (between two levels of
+            // the fact, never inside a name or a path), not left to run past the edge.
+            let label = lay.paths_in(&e.path);
+            let room = lay
+                .width
+                .map_or(usize::MAX, |w| w.saturating_sub(6).max(20));
+            let label = label_lines(&label, room).join(" ");
+            let line = format!("{label} = {}", lay.paths_in(&v));
             push(out, lay, "    ", "    ", 6, &elide_middle(&line, max * 2));
         }
         if f.evidence.len() > 12 {
@@ -317,4 +344,22 @@ pub fn render(
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_fact_labels_break_between_levels() {
+        let l = "pythons[~/envs/e0/bin/python].unmet_requirements[charset-normalizer].installed";
+        assert_eq!(
+            label_lines(l, 74),
+            [
+                "pythons[~/envs/e0/bin/python].unmet_requirements[charset-normalizer].",
+                "installed"
+            ]
+        );
+        assert_eq!(label_lines("gpus[0].name", 74), ["gpus[0].name"]);
+    }
 }
