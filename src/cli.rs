@@ -166,8 +166,8 @@ pub struct CheckArgs {
     #[arg(long = "param", value_name = "RULE.NAME=VALUE")]
     pub params: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
@@ -181,6 +181,48 @@ pub struct CheckArgs {
     /// Show every finding of a repeated rule (the text groups them, first 3 shown).
     #[arg(long)]
     pub all: bool,
+    /// Jobs here must use a GPU: a missing GPU library is an error even on a machine without one
+    /// (a CI runner checking a GPU image). Same as `--expect gpu`.
+    #[arg(long, env = "ENVDOCTOR_EXPECT_GPU", value_parser = clap::builder::BoolishValueParser::new())]
+    pub expect_gpu: bool,
+    /// What must work here besides the defaults (comma-separated): `gpu`, `profiler` (a missing
+    /// CUPTI becomes an error; profiler variables such as KINETO_USE_DAEMON imply it).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "WHAT",
+        env = "ENVDOCTOR_EXPECT"
+    )]
+    pub expect: Vec<Expectation>,
+}
+
+/// `--expect` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Expectation {
+    /// GPU jobs (as `--expect-gpu`).
+    Gpu,
+    /// Profiling (CUPTI).
+    Profiler,
+}
+
+/// `check`'s output formats: the shared ones, and those of CI and fleet tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    /// For a person, aligned, coloured on a terminal.
+    Text,
+    /// Machine-readable JSON (findings + snapshot, schema/check.schema.json).
+    Json,
+    /// Markdown, for a pull-request comment or an issue.
+    Markdown,
+    /// SARIF 2.1.0, for code-scanning dashboards.
+    Sarif,
+    /// JUnit XML: one testcase per rule, failures for findings at or above --fail-on.
+    Junit,
+    /// GitHub Actions workflow commands (`::error file=…,title=…::…`).
+    Github,
+    /// Prometheus text format, for node-exporter's textfile collector.
+    Prometheus,
 }
 
 /// `envdoctor rules ...`.
@@ -401,14 +443,40 @@ fn check(args: CheckArgs, report: bool) -> Result<i32, Error> {
             probe::collect(opts)
         }
     };
+    let mut snap = snap;
+    snap.expect.from_env(&snap.env);
+    if args.expect_gpu {
+        snap.expect
+            .given(true, false, "--expect-gpu / ENVDOCTOR_EXPECT_GPU");
+    }
+    for e in &args.expect {
+        match e {
+            Expectation::Gpu => snap.expect.given(true, false, "--expect gpu"),
+            Expectation::Profiler => snap.expect.given(false, true, "--expect profiler"),
+        }
+    }
     let found = rules.check(&snap);
     let summary = Summary::of(&found, &snap, args.fail_on);
     let text = match (report, args.format) {
-        (true, Format::Json) => crate::report::envreport::json(&found, &summary, &snap),
+        (true, CheckFormat::Json) => crate::report::envreport::json(&found, &summary, &snap),
         (true, _) => crate::report::envreport::markdown(&found, &summary, &snap),
-        (false, Format::Json) => findings::json(&found, &summary, &snap),
-        (false, Format::Markdown) => findings::markdown(&found, &summary, &snap),
-        (false, Format::Text) => {
+        (false, CheckFormat::Json) => findings::json(&found, &summary, &snap),
+        (false, CheckFormat::Markdown) => findings::markdown(&found, &summary, &snap),
+        (false, CheckFormat::Sarif) => {
+            crate::report::sarif::render(rules.rules(), &found, &snap, sarif_base(&args).as_deref())
+        }
+        (false, CheckFormat::Junit) => {
+            crate::report::junit::render(rules.rules(), &found, &summary, &snap)
+        }
+        (false, CheckFormat::Github) => crate::report::github::render(&found, &summary, &snap),
+        (false, CheckFormat::Prometheus) => crate::report::prometheus::render(
+            rules.rules(),
+            &found,
+            &summary,
+            &snap,
+            crate::report::prometheus::now(),
+        ),
+        (false, CheckFormat::Text) => {
             let home = Env::from_process().home().map(|h| h.display().to_string());
             let lay = Layout::new(crate::report::layout::stdout_width(), home, project);
             let st = Style {
@@ -427,6 +495,19 @@ fn check(args: CheckArgs, report: bool) -> Result<i32, Error> {
     } else {
         summary.exit_code(args.allow_incomplete)
     })
+}
+
+/// The project directory SARIF locations are relative to: only when probing this machine (a
+/// snapshot or a `--root` speaks of another machine's paths).
+fn sarif_base(args: &CheckArgs) -> Option<PathBuf> {
+    if args.from.is_some() || args.probe.root != Path::new("/") {
+        return None;
+    }
+    let dir = match &args.probe.project {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().ok()?,
+    };
+    std::path::absolute(dir).ok()
 }
 
 fn load_for_files(paths: &[PathBuf], extra: &[PathBuf]) -> Result<RuleSet, Error> {
