@@ -397,7 +397,8 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
 }
 
 fn snapshot(args: SnapshotArgs) -> Result<i32, Error> {
-    let opts = args.probe.to_options()?;
+    let mut opts = args.probe.to_options()?;
+    opts.progress = crate::report::progress::wanted();
     let snap = probe::collect(opts);
     // Streamed, not built as one string: a machine with many environments makes a snapshot of
     // a hundred megabytes.
@@ -425,6 +426,17 @@ fn out(text: &str) -> Result<(), Error> {
 }
 
 fn check(args: CheckArgs, report: bool) -> Result<i32, Error> {
+    if report
+        && !matches!(
+            args.format,
+            CheckFormat::Text | CheckFormat::Markdown | CheckFormat::Json
+        )
+    {
+        return Err(Error::input(
+            "--format",
+            "report writes Markdown (the default) or json",
+        ));
+    }
     let mut rules = RuleSet::shipped_with(&args.rules)?;
     rules.set_params(&args.params)?;
     let mut project = None;

@@ -82,6 +82,10 @@ fn every_bad_input_exits_2_naming_the_argument() {
     let me = std::process::id().to_string();
     let (code, _, stderr) = envdoctor(&["check", "--no-load", "--project", d, "--pid", &me]);
     assert_ne!(code, 2, "{stderr}");
+    // `report` is a document in Markdown or JSON, not a CI format.
+    let (code, _, stderr) = envdoctor(&["report", "--no-load", "--format", "sarif"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--format"), "{stderr}");
 }
 
 #[test]
