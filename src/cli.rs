@@ -502,6 +502,12 @@ fn check(args: CheckArgs, report: bool) -> Result<i32, Error> {
         }
     };
     out(&text)?;
+    if summary.incomplete && !args.allow_incomplete && !report {
+        // Exit 2 says why on stderr too, as every other exit 2 does (a plugin reads it there).
+        if let Some(p) = snap.probe_errors.iter().find(|p| probe::is_incomplete(p)) {
+            eprintln!("envdoctor: incomplete: {}: {}", p.probe, p.message);
+        }
+    }
     Ok(if report {
         0
     } else {

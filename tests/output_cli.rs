@@ -114,6 +114,20 @@ fn a_probe_that_timed_out_makes_the_run_incomplete_and_exit_2() {
     };
     let (code, text) = run(&[], "text");
     assert_eq!(code, 2, "{text}");
+    let err = Command::cargo_bin("envdoctor")
+        .unwrap()
+        .args(["check", "--deadline", "1", "--nvml-lib"])
+        .arg(&lib)
+        .env("FAKE_NVML_SCENARIO", "hang")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap()
+        .stderr;
+    let err = String::from_utf8_lossy(&err);
+    assert!(
+        err.contains("envdoctor: incomplete: gpu: NVML timed out"),
+        "{err}"
+    );
     let last = text.lines().last().unwrap_or_default();
     assert!(last.starts_with("INCOMPLETE: "), "{text}");
     assert!(text.contains("probe problem"), "{text}");
