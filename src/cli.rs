@@ -6,6 +6,7 @@
 
 use crate::probe::{self, Options};
 use crate::report::findings::{self, FailOn, Summary};
+use crate::report::layout::Layout;
 use crate::report::style::{ColorWhen, Style};
 use crate::report::{write_stdout, Format};
 use crate::root::{Env, Root};
@@ -132,6 +133,9 @@ pub enum Command {
     Check(CheckArgs),
     /// Probe the machine and write every fact as JSON (stdout by default).
     Snapshot(SnapshotArgs),
+    /// Probe and write an environment report to paste into a bug report (Markdown; --format
+    /// json for tools): the summary, the findings and the facts a maintainer asks for.
+    Report(CheckArgs),
     /// List, show, test and lint rules.
     #[command(subcommand)]
     Rules(RulesCommand),
@@ -210,7 +214,8 @@ Examples:
   envdoctor check --rules ./team-rules      add (or replace) rules
 
 Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2 envdoctor could not do
-its job (bad arguments, unreadable snapshot, invalid rules).")]
+its job (bad arguments, a named file, directory or pid that is not there, unreadable snapshot,
+invalid rules) or did it incompletely (a probe failed or timed out; --allow-incomplete: 0 or 1).")]
 pub struct CheckArgs {
     /// Probe options (ignored with --from).
     #[command(flatten)]
@@ -237,6 +242,13 @@ pub struct CheckArgs {
     /// [tool.envdoctor] in the project and its parents.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// When a probe failed or timed out (the verdict says "incomplete"), exit as if it had not
+    /// (0 or 1) instead of 2.
+    #[arg(long)]
+    pub allow_incomplete: bool,
+    /// Show every finding of a repeated rule (the text groups them, first 3 shown).
+    #[arg(long)]
+    pub all: bool,
     /// Jobs here must use a GPU: a missing GPU library is an error even on a machine without one
     /// (a CI runner checking a GPU image). Same as `--expect gpu`.
     #[arg(long, env = "ENVDOCTOR_EXPECT_GPU", value_parser = clap::builder::BoolishValueParser::new())]
@@ -397,13 +409,53 @@ impl ProbeArgs {
         opts.checkpoints = self.checkpoints.iter().map(|p| to_machine(p)).collect();
         Ok(opts)
     }
+
+    /// For `check` and `report` (gates): a named --project, --checkpoint or --pid that is not
+    /// there is a typo, not a clean machine (`snapshot` records what it finds as probe errors).
+    fn check_named(&self, opts: &Options) -> Result<(), Error> {
+        let root = &opts.root;
+        let readable = |flag: &str, p: &Path, dir: bool| -> Result<(), Error> {
+            let shown = format!("{flag} {}", p.display());
+            let meta = root.metadata(p).map_err(|e| match e.is_not_found() {
+                true => Error::input(&shown, "no such file or directory"),
+                false => Error::input(&shown, e.to_string()),
+            })?;
+            if dir && !meta.is_dir() {
+                return Err(Error::input(shown, "not a directory"));
+            }
+            let r = if meta.is_dir() {
+                root.read_dir(p).map(drop)
+            } else {
+                root.open(p).map(drop)
+            };
+            r.map_err(|e| Error::input(shown, format!("cannot be read: {e}")))
+        };
+        if self.project.is_some() {
+            if let Some(p) = &opts.project {
+                readable("--project", p, true)?;
+            }
+        }
+        for c in &opts.checkpoints {
+            readable("--checkpoint", c, false)?;
+        }
+        for pid in &self.pids {
+            if !root.is_dir(&PathBuf::from(format!("/proc/{pid}"))) {
+                return Err(Error::input(
+                    format!("--pid {pid}"),
+                    "no such process (no /proc entry) on the probed machine",
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Run a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> Result<i32, Error> {
     crate::report::style::set_color_when(cli.global.color);
     match cli.command {
-        Command::Check(args) => check(args, &cli.global),
+        Command::Check(args) => check(args, &cli.global, false),
+        Command::Report(args) => check(args, &cli.global, true),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut command(), "envdoctor", &mut buf);
@@ -430,7 +482,8 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
 }
 
 fn snapshot(args: SnapshotArgs) -> Result<i32, Error> {
-    let opts = args.probe.to_options()?;
+    let mut opts = args.probe.to_options()?;
+    opts.progress = crate::report::progress::wanted();
     let snap = probe::collect(opts);
     // Streamed, not built as one string: a machine with many environments makes a snapshot of
     // a hundred megabytes.
@@ -457,19 +510,31 @@ fn out(text: &str) -> Result<(), Error> {
     write_stdout(text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))
 }
 
-fn check(args: CheckArgs, global: &GlobalArgs) -> Result<i32, Error> {
+fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Error> {
+    if report
+        && !matches!(
+            args.format,
+            CheckFormat::Text | CheckFormat::Markdown | CheckFormat::Json
+        )
+    {
+        return Err(Error::input(
+            "--format",
+            "report writes Markdown (the default) or json",
+        ));
+    }
     let cwd = std::env::current_dir().ok();
-    let project = match &args.probe.project {
+    let config_dir = match &args.probe.project {
         Some(p) if args.probe.root == Path::new("/") && args.from.is_none() => Some(p.clone()),
         _ => cwd,
     };
     let config = crate::config::load(
-        project.as_deref(),
+        config_dir.as_deref(),
         args.config.as_deref(),
         crate::config::from_cli(&args.rules, args.fail_on, &args.params, &args.ignore)?,
     )?;
     let mut rules = RuleSet::shipped_with(&config.rule_dirs())?;
     config.apply(&mut rules)?;
+    let mut project = None;
     let snap = match &args.from {
         Some(path) => {
             let shown = path.display().to_string();
@@ -477,7 +542,13 @@ fn check(args: CheckArgs, global: &GlobalArgs) -> Result<i32, Error> {
                 .map_err(|e| Error::input(&shown, format!("cannot read snapshot: {e}")))?;
             crate::Snapshot::from_json(&text, &shown)?
         }
-        None => probe::collect(args.probe.to_options()?),
+        None => {
+            let mut opts = args.probe.to_options()?;
+            args.probe.check_named(&opts)?;
+            opts.progress = crate::report::progress::wanted();
+            project = opts.project.as_ref().map(|p| p.display().to_string());
+            probe::collect(opts)
+        }
     };
     let mut snap = snap;
     snap.expect.from_env(&snap.env);
@@ -496,24 +567,34 @@ fn check(args: CheckArgs, global: &GlobalArgs) -> Result<i32, Error> {
     }
     let found = config.filter(rules.check(&snap));
     let summary = Summary::of(&found, &snap, config.fail_on.value);
-    let text = match args.format {
-        CheckFormat::Json => findings::json(&found, &summary, &snap),
-        CheckFormat::Markdown => findings::markdown(&found, &summary, &snap),
-        CheckFormat::Sarif => {
+    let text = match (report, args.format) {
+        (true, CheckFormat::Json) => crate::report::envreport::json(&found, &summary, &snap),
+        (true, _) => crate::report::envreport::markdown(&found, &summary, &snap),
+        (false, CheckFormat::Json) => findings::json(&found, &summary, &snap),
+        (false, CheckFormat::Markdown) => findings::markdown(&found, &summary, &snap),
+        (false, CheckFormat::Sarif) => {
             crate::report::sarif::render(rules.rules(), &found, &snap, sarif_base(&args).as_deref())
         }
-        CheckFormat::Junit => crate::report::junit::render(rules.rules(), &found, &summary, &snap),
-        CheckFormat::Github => crate::report::github::render(&found, &summary, &snap),
-        CheckFormat::Prometheus => crate::report::prometheus::render(
+        (false, CheckFormat::Junit) => {
+            crate::report::junit::render(rules.rules(), &found, &summary, &snap)
+        }
+        (false, CheckFormat::Github) => crate::report::github::render(&found, &summary, &snap),
+        (false, CheckFormat::Prometheus) => crate::report::prometheus::render(
             rules.rules(),
             &found,
             &summary,
             &snap,
             crate::report::prometheus::now(),
         ),
-        CheckFormat::Text => {
+        (false, CheckFormat::Text) => {
+            let home = Env::from_process().home().map(|h| h.display().to_string());
+            let lay = Layout::new(crate::report::layout::stdout_width(), home, project);
             let st = Style::stdout();
-            let full = findings::text(&found, &summary, &snap, &st);
+            let detail = findings::Detail {
+                verbose: global.verbose,
+                all: args.all,
+            };
+            let full = crate::report::text::render(&found, &summary, &snap, &st, &lay, detail);
             // The verdict is the last line.
             let (body, verdict) = full
                 .trim_end_matches('\n')
@@ -529,7 +610,17 @@ fn check(args: CheckArgs, global: &GlobalArgs) -> Result<i32, Error> {
         }
     };
     out(&text)?;
-    Ok(if summary.failed { 1 } else { 0 })
+    if summary.incomplete && !args.allow_incomplete && !report {
+        // Exit 2 says why on stderr too, as every other exit 2 does (a plugin reads it there).
+        if let Some(p) = snap.probe_errors.iter().find(|p| probe::is_incomplete(p)) {
+            eprintln!("envdoctor: incomplete: {}: {}", p.probe, p.message);
+        }
+    }
+    Ok(if report {
+        0
+    } else {
+        summary.exit_code(args.allow_incomplete)
+    })
 }
 
 /// The project directory SARIF locations are relative to: only when probing this machine (a
@@ -585,36 +676,10 @@ fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
     match cmd {
         RulesCommand::List(a) => {
             let set = RuleSet::shipped_with(&a.rules)?;
-            if a.format == Format::Json {
-                let list: Vec<serde_json::Value> = set
-                    .rules()
-                    .iter()
-                    .map(|r| {
-                        serde_json::json!({
-                            "id": r.id, "severity": r.severity, "scope": r.scope.as_str(),
-                            "title": r.title, "file": r.origin.file, "line": r.origin.line,
-                            "shipped": r.origin.shipped, "facts": r.when.facts(),
-                        })
-                    })
-                    .collect();
-                let mut s = serde_json::to_string_pretty(&list).unwrap_or_default();
-                s.push('\n');
-                out(&s)?;
-            } else {
-                let w = set.rules().iter().map(|r| r.id.len()).max().unwrap_or(0);
-                let mut s = String::new();
-                for r in set.rules() {
-                    s.push_str(&format!(
-                        "{:<w$}  {:<7}  {:<11}  {}\n",
-                        r.id,
-                        r.severity.as_str(),
-                        r.scope.as_str(),
-                        r.title
-                    ));
-                }
-                s.push_str(&format!("{} rules\n", set.rules().len()));
-                out(&s)?;
-            }
+            out(&match a.format {
+                Format::Json => crate::report::rules::list_json(&set),
+                _ => crate::report::rules::list_text(&set),
+            })?;
             Ok(0)
         }
         RulesCommand::Show(a) => {
@@ -632,25 +697,8 @@ fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
         RulesCommand::Test(a) => {
             let set = load_for_files(&a.paths, &a.rules)?;
             let results = set.run_tests();
-            let mut s = String::new();
             let failed = results.iter().filter(|r| r.failure.is_some()).count();
-            for r in &results {
-                match &r.failure {
-                    None => s.push_str(&format!("ok    {} / {}\n", r.rule, r.name)),
-                    Some(why) => s.push_str(&format!(
-                        "FAIL  {} / {} ({}:{})\n      {why}\n",
-                        r.rule, r.name, r.file, r.line
-                    )),
-                }
-            }
-            s.push_str(&format!(
-                "\n{} rules, {} tests: {} passed, {} failed\n",
-                set.rules().len(),
-                results.len(),
-                results.len() - failed,
-                failed
-            ));
-            out(&s)?;
+            out(&crate::report::rules::test_text(&set, &results))?;
             Ok(if failed > 0 { 1 } else { 0 })
         }
         RulesCommand::Lint(a) => {

@@ -501,7 +501,7 @@ fn action_parses_its_steps_are_bash_and_the_check_step_annotates() {
     let Some(py) = validators() else { return };
     let action = &yaml_docs(&py, &repo().join("action.yml"))[0];
     assert_eq!(action["runs"]["using"], "composite");
-    assert_eq!(action["inputs"]["package"]["default"], "envdoctor");
+    assert_eq!(action["inputs"]["package"]["default"], "envdoctor-ml");
     let steps = action["runs"]["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2);
     for step in steps {

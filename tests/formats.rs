@@ -501,7 +501,7 @@ fn github_annotations_round_trip_through_the_runners_unescaping() {
                 )
             );
             assert!(data.starts_with(f["message"].as_str().unwrap()), "{data}");
-            assert!(data.contains(&format!("\nfix: {}", f["fix"].as_str().unwrap())));
+            assert!(data.contains(&format!("\nfix: {}", f["fix"]["text"].as_str().unwrap())));
             let file = props.iter().find(|(k, _)| k == "file");
             match f["subject"].as_str() {
                 Some(s) if s.starts_with("pythons[") || s.starts_with("libraries[") => {

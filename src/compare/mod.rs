@@ -24,7 +24,8 @@ pub mod facts;
 pub mod fleet;
 pub mod matching;
 pub mod packages;
-pub mod render;
+/// The rendering lives with every other output, in [`crate::report::compare`].
+pub use crate::report::compare as render;
 
 use crate::{Error, Snapshot};
 use facts::{Fact, Flat, FlattenOptions};

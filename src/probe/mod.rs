@@ -45,6 +45,8 @@ pub struct Options {
     pub pids: Vec<u32>,
     /// Only run these probes (empty: all). Used by tests and benchmarks.
     pub only: Vec<String>,
+    /// Name a probe that runs for more than a second on stderr (when it is a terminal).
+    pub progress: bool,
 }
 
 impl Options {
@@ -60,6 +62,7 @@ impl Options {
             nvml_lib: None,
             pids: Vec::new(),
             only: Vec::new(),
+            progress: false,
         }
     }
 }
@@ -201,9 +204,31 @@ fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, sna
     let mut answered = vec![false; batch.len()];
     // A little grace beyond the deadline so a probe that honours it can hand its result over.
     let hard_deadline = deadline + Duration::from_millis(250);
+    let mut shown = false;
     while answered.iter().any(|a| !a) {
-        let left = hard_deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
+        let now = Instant::now();
+        let left = hard_deadline.saturating_duration_since(now);
+        if opts.progress && now.duration_since(start) >= crate::report::progress::AFTER {
+            let waiting: Vec<&str> = batch
+                .iter()
+                .zip(&answered)
+                .filter(|(_, done)| !**done)
+                .map(|(p, _)| p.name)
+                .collect();
+            crate::report::progress::show(&crate::report::progress::line(
+                &waiting,
+                now.duration_since(start),
+                opts.deadline,
+            ));
+            shown = true;
+        }
+        // Wake at least every quarter second to keep the progress line current.
+        let wait = if opts.progress {
+            left.min(Duration::from_millis(250))
+        } else {
+            left
+        };
+        match rx.recv_timeout(wait) {
             Ok((i, Ok(apply))) => {
                 answered[i] = true;
                 let applied =
@@ -225,8 +250,12 @@ fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, sna
                     format!("the probe failed unexpectedly (a bug in envdoctor): {msg}"),
                 ));
             }
+            Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {}
             Err(_) => break,
         }
+    }
+    if shown {
+        crate::report::progress::show("");
     }
     for (i, done) in answered.iter().enumerate() {
         if !done {
@@ -240,6 +269,13 @@ fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, sna
             ));
         }
     }
+}
+
+/// Whether a probe problem leaves the snapshot incomplete: a probe (or part of one) that failed,
+/// panicked or ran out of time, as opposed to one named file that could not be read (that file is
+/// a fact: "this checkpoint is corrupt"). Probe-level problems carry no path.
+pub fn is_incomplete(e: &ProbeError) -> bool {
+    e.path.is_none()
 }
 
 fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {

@@ -1,17 +1,35 @@
 //! Reporters: turning findings, snapshots and drift into text, JSON or Markdown, and `check`'s
 //! findings into the formats of CI and fleet tools (SARIF, JUnit, GitHub workflow commands,
-//! Prometheus textfile).
+//! Prometheus textfile: [`sarif`], [`junit`], [`github`], [`prometheus`], [`locate`]).
 //!
 //! This module owns the output conventions shared by every command: colour only on a terminal and
-//! never under `NO_COLOR`, JSON on stdout alone, and a quiet exit on a closed pipe.
+//! never under `NO_COLOR`, JSON on stdout alone, a quiet exit on a closed pipe, text wrapped to the
+//! terminal ([`layout`]) with one mark per line (`✓ ! ✗`). One module per part: the verdict
+//! ([`verdict`]), the summary of what envdoctor assumed ([`inventory`]), fixes to paste
+//! ([`fixes`]), `check` as text, JSON and Markdown ([`text`], [`json`], [`markdown`]; [`findings`]
+//! keeps the older names), checkpoints in one line ([`checkpoints`]), `compare` ([`compare`]),
+//! `rules list` ([`rules`]), the bug-report document ([`envreport`]) and the progress line on
+//! stderr ([`progress`]).
 
+pub mod checkpoints;
+pub mod compare;
+pub mod envreport;
 pub mod findings;
+pub mod fixes;
 pub mod github;
+pub mod inventory;
+pub mod json;
 pub mod junit;
+pub mod layout;
 pub mod locate;
+pub mod markdown;
+pub mod progress;
 pub mod prometheus;
+pub mod rules;
 pub mod sarif;
 pub mod style;
+pub mod text;
+pub mod verdict;
 
 use std::io::{self, Write};
 

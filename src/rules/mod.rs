@@ -209,6 +209,19 @@ impl RuleSet {
                 "rule `{id}` has no parameter `{name}` (it has: {known:?})"
             ));
         }
+        // The declared default gives the parameter its type: a number stays a number, a
+        // boolean a boolean (`threshold=abc` would otherwise silently disable the rule).
+        let want = match rule.params.get(name) {
+            Some(Value::Number(_)) if !value.is_number() => Some("a number"),
+            Some(Value::Bool(_)) if !value.is_boolean() => Some("true or false"),
+            _ => None,
+        };
+        if let Some(want) = want {
+            return Err(format!(
+                "`{name}` of rule `{id}` is {want}, not `{}`",
+                crate::rules::template::display_value(&value)
+            ));
+        }
         rule.params.insert(name.to_string(), value);
         Ok(())
     }

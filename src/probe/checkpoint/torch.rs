@@ -30,6 +30,9 @@ pub struct Scan {
     pub end: usize,
     /// Integers seen by LONG1 (the legacy magic number is one).
     pub first_long: Option<u128>,
+    /// String literals pushed (in the legacy format's last pickle, the list of storage keys,
+    /// one per storage).
+    pub strings: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,7 +89,8 @@ pub fn scan(buf: &[u8]) -> Result<Scan, String> {
     let mut memo: HashMap<u64, String> = HashMap::new();
     let mut memo_next = 0u64;
     let mut pos = 0usize;
-    let push_str = |stack: &mut Vec<Item>, b: &[u8]| {
+    let push_str = |stack: &mut Vec<Item>, count: &mut u64, b: &[u8]| {
+        *count += 1;
         stack.push(Item::Str(String::from_utf8_lossy(b).into_owned()));
     };
     loop {
@@ -132,23 +136,23 @@ pub fn scan(buf: &[u8]) -> Result<Scan, String> {
             // Strings.
             b'X' => {
                 let n = le(take(buf, &mut pos, 4)?);
-                push_str(&mut stack, take(buf, &mut pos, n)?);
+                push_str(&mut stack, &mut out.strings, take(buf, &mut pos, n)?);
             }
             0x8c => {
                 let n = u64::from(take(buf, &mut pos, 1)?[0]);
-                push_str(&mut stack, take(buf, &mut pos, n)?);
+                push_str(&mut stack, &mut out.strings, take(buf, &mut pos, n)?);
             }
             0x8d => {
                 let n = le(take(buf, &mut pos, 8)?);
-                push_str(&mut stack, take(buf, &mut pos, n)?);
+                push_str(&mut stack, &mut out.strings, take(buf, &mut pos, n)?);
             }
             b'U' => {
                 let n = u64::from(take(buf, &mut pos, 1)?[0]);
-                push_str(&mut stack, take(buf, &mut pos, n)?);
+                push_str(&mut stack, &mut out.strings, take(buf, &mut pos, n)?);
             }
             b'T' => {
                 let n = le(take(buf, &mut pos, 4)?);
-                push_str(&mut stack, take(buf, &mut pos, n)?);
+                push_str(&mut stack, &mut out.strings, take(buf, &mut pos, n)?);
             }
             b'V' | b'S' => {
                 let l = line(buf, &mut pos)?;
@@ -156,7 +160,7 @@ pub fn scan(buf: &[u8]) -> Result<Scan, String> {
                     .strip_prefix(b"'")
                     .and_then(|x| x.strip_suffix(b"'"))
                     .unwrap_or(l);
-                push_str(&mut stack, l);
+                push_str(&mut stack, &mut out.strings, l);
             }
             // Bytes and other length-prefixed data.
             b'B' | 0x8b => {
@@ -365,6 +369,10 @@ pub fn inspect_legacy(buf: &[u8]) -> Result<TorchCheckpoint, String> {
         pos += s.end;
         scans.push(s);
     }
+    // The last pickle is the list of storage keys that `torch.save` wrote, one per storage, and
+    // the raw storages follow it. (The storages are not zip members as in the new format, so
+    // counting `data/N` entries, as for zip files, finds none.)
+    ck.storage_count = scans.last().map_or(0, |s| s.strings);
     verdict(&mut ck, &scans);
     Ok(ck)
 }
@@ -389,6 +397,23 @@ mod tests {
             s.globals.into_iter().collect::<Vec<_>>(),
             ["pathlib.PosixPath"]
         );
+    }
+
+    #[test]
+    fn a_legacy_checkpoint_counts_its_storages_as_torch_does() {
+        // Written by torch 2.15.0 with `_use_new_zipfile_serialization=False`
+        // (fixtures/checkpoints/make_torch_legacy_9.py); the JSON is what torch read back.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/checkpoints");
+        let buf = std::fs::read(dir.join("torch_legacy_9.pt")).unwrap();
+        let want: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("torch_legacy_9.json")).unwrap())
+                .unwrap();
+        let ck = inspect_legacy(&buf).unwrap();
+        assert!(!ck.zip);
+        assert_eq!(ck.storage_count, want["storages"].as_u64().unwrap());
+        assert_eq!(ck.storage_count, 9);
+        assert_eq!(ck.storage_locations, ["cpu"]);
+        assert!(!ck.needs_weights_only_false, "{:?}", ck.unsafe_globals);
     }
 
     #[test]

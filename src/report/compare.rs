@@ -1,11 +1,226 @@
-//! Rendering a [`CompareReport`] for people: aligned text (coloured only when the caller says
+//! `compare` output: rendering a [`CompareReport`] for people (text within 100 columns): aligned text (coloured only when the caller says
 //! so: on a terminal without `NO_COLOR`) and Markdown for a pull-request comment. JSON is the
 //! serde form of the report ([`render_json`]); its schema is `schema/compare.schema.json`.
 
-use super::fleet::FleetReport;
-use super::{Change, ChangeKind, CompareReport, Direction, Mode, Rank, Size};
+use crate::compare::fleet::FleetReport;
+use crate::compare::{Change, ChangeKind, CompareReport, Direction, Mode, Rank, Size};
+use crate::report::layout::elide_middle;
 use crate::report::style::Style;
 use std::fmt::Write as _;
+
+/// The text of `compare` fits this many columns.
+pub const TEXT_WIDTH: usize = 100;
+/// Widest value cell before it is elided in the middle.
+const VALUE_CAP: usize = 24;
+/// Widest fact cell before it is elided in the middle.
+const FACT_CAP: usize = 44;
+
+/// One displayed row: the fact (within its group), the two values, the description.
+struct Row {
+    fact: String,
+    a: String,
+    b: String,
+    desc: String,
+    change: ChangeKind,
+    direction: Option<Direction>,
+}
+
+/// Changes under one entity (`pythons[project-venv:.venv]`), or top-level facts (empty group).
+struct Group {
+    group: String,
+    rows: Vec<Row>,
+}
+
+/// `frameworks[x:torch].version` -> (`frameworks[x:torch]`, `version`); no entity: ("", fact).
+fn split_entity(fact: &str) -> (&str, &str) {
+    match fact.find("].") {
+        Some(i) => (&fact[..=i], &fact[i + 2..]),
+        None => ("", fact),
+    }
+}
+
+/// List-valued facts (`a, b, c`) diffed item by item: what only A has, what only B has, and
+/// how many items both keep.
+fn list_diff(a: &str, b: &str) -> Option<(String, String, usize)> {
+    if !a.contains(", ") && !b.contains(", ") {
+        return None;
+    }
+    let xa: Vec<&str> = a.split(", ").collect();
+    let xb: Vec<&str> = b.split(", ").collect();
+    let only_a: Vec<&str> = xa.iter().copied().filter(|x| !xb.contains(x)).collect();
+    let only_b: Vec<&str> = xb.iter().copied().filter(|x| !xa.contains(x)).collect();
+    let kept = xa.len() - only_a.len();
+    let show = |v: &[&str], sign: &str| {
+        if v.is_empty() {
+            "(none)".to_string()
+        } else {
+            v.iter()
+                .map(|x| format!("{sign}{x}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    Some((show(&only_a, "-"), show(&only_b, "+"), kept))
+}
+
+/// One row for an entity whose every fact was added (or removed): its version when it has one.
+fn whole_row(entity: &str, cs: &[&Change]) -> Row {
+    let absent = "(absent)";
+    let added = cs[0].change == ChangeKind::Added;
+    let version = cs
+        .iter()
+        .find(|c| c.fact.ends_with(".version"))
+        .and_then(|c| if added { c.b.clone() } else { c.a.clone() })
+        .unwrap_or_else(|| "present".into());
+    let (a, b) = if added {
+        (absent.to_string(), version)
+    } else {
+        (version, absent.to_string())
+    };
+    Row {
+        fact: entity.to_string(),
+        a,
+        b,
+        desc: format!(
+            "{} ({} facts)",
+            if added { "added" } else { "removed" },
+            cs.len()
+        ),
+        change: cs[0].change,
+        direction: None,
+    }
+}
+
+/// Group changes by entity, and make an entity that was added or removed whole (every one of its
+/// fields added, or every one removed) one row, not one per field.
+fn collapse(rows: &[&Change]) -> Vec<Group> {
+    let absent = "(absent)";
+    let mut groups: Vec<Group> = Vec::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut by: std::collections::HashMap<String, Vec<&Change>> = Default::default();
+    for c in rows {
+        let (g, _) = split_entity(&c.fact);
+        // Short entity names (`gpus[0]`) stay in the fact; long ones become a heading.
+        let g = if g.chars().count() <= 16 { "" } else { g };
+        if !by.contains_key(g) {
+            order.push(g.to_string());
+        }
+        by.entry(g.to_string()).or_default().push(c);
+    }
+    for g in order {
+        let changes = &by[&g];
+        // A whole entity added or removed (`frameworks[x:jax]`): one row, not one per field.
+        let whole = |k: ChangeKind| changes.len() > 1 && changes.iter().all(|c| c.change == k);
+        if !g.is_empty() && (whole(ChangeKind::Added) || whole(ChangeKind::Removed)) {
+            groups.push(Group {
+                group: String::new(),
+                rows: vec![whole_row(&g, changes)],
+            });
+            continue;
+        }
+        // Sub-entities (`packages[x]`, `toolkits[y]`) added or removed whole.
+        let mut rows_out: Vec<Row> = Vec::new();
+        let mut sub_order: Vec<String> = Vec::new();
+        let mut subs: std::collections::HashMap<String, Vec<&Change>> = Default::default();
+        for c in changes {
+            let rest = if g.is_empty() {
+                c.fact.as_str()
+            } else {
+                split_entity(&c.fact).1
+            };
+            let (sub, _) = split_entity(rest);
+            let key = if sub.is_empty() {
+                rest.to_string()
+            } else {
+                sub.to_string()
+            };
+            if !subs.contains_key(&key) {
+                sub_order.push(key.clone());
+            }
+            subs.entry(key).or_default().push(c);
+        }
+        for key in sub_order {
+            let cs = &subs[&key];
+            let all = |k: ChangeKind| cs.len() > 1 && cs.iter().all(|c| c.change == k);
+            if all(ChangeKind::Added) || all(ChangeKind::Removed) {
+                rows_out.push(whole_row(&key, cs));
+                continue;
+            }
+            for c in cs {
+                let fact = if g.is_empty() {
+                    c.fact.clone()
+                } else {
+                    split_entity(&c.fact).1.to_string()
+                };
+                let a = c.a.clone().unwrap_or_else(|| absent.into());
+                let b = c.b.clone().unwrap_or_else(|| absent.into());
+                let mut desc = describe(c, "->");
+                let (a, b) = match list_diff(&a, &b) {
+                    Some((oa, ob, kept)) if c.a.is_some() && c.b.is_some() => {
+                        desc = if desc.is_empty() {
+                            format!("{kept} item(s) kept")
+                        } else {
+                            format!("{desc}, {kept} item(s) kept")
+                        };
+                        (oa, ob)
+                    }
+                    _ => (a, b),
+                };
+                rows_out.push(Row {
+                    fact,
+                    a,
+                    b,
+                    desc,
+                    change: c.change,
+                    direction: c.direction,
+                });
+            }
+        }
+        groups.push(Group {
+            group: g,
+            rows: rows_out,
+        });
+    }
+    groups
+}
+
+/// Aligned rows within [`TEXT_WIDTH`]: cells elided in the middle, the description on a line of
+/// its own when it does not fit beside the values.
+fn pair_rows(rows: &[Row], nested: bool, st: &Style) -> Vec<String> {
+    let indent = if nested { "    " } else { "  " };
+    let wf = width(rows.iter().map(|r| r.fact.as_str()), FACT_CAP);
+    let wa = width(rows.iter().map(|r| r.a.as_str()), VALUE_CAP);
+    let wb = width(rows.iter().map(|r| r.b.as_str()), VALUE_CAP);
+    let mut out = Vec::new();
+    for r in rows {
+        let colour = |d: &str| match (r.change, r.direction) {
+            (ChangeKind::Added, _) => st.good(d),
+            (ChangeKind::Removed, _) => st.error(d),
+            (_, Some(Direction::Downgrade)) => st.warning(d),
+            _ => st.info(d),
+        };
+        let head = format!(
+            "{indent}{}  {}  ->  {}",
+            pad(&elide_middle(&r.fact, wf), wf),
+            pad(&elide_middle(&r.a, wa), wa),
+            pad(&elide_middle(&r.b, wb), wb)
+        );
+        let used = head.chars().count();
+        if r.desc.is_empty() {
+            out.push(head);
+        } else if used + 2 + r.desc.chars().count() <= TEXT_WIDTH {
+            out.push(format!("{head}  {}", colour(&r.desc)));
+        } else {
+            out.push(head);
+            let room = TEXT_WIDTH - indent.len() - 4;
+            out.push(format!(
+                "{indent}    {}",
+                colour(&elide_middle(&r.desc, room))
+            ));
+        }
+    }
+    out
+}
 
 /// Pretty JSON with a trailing newline.
 pub fn render_json(r: &CompareReport) -> String {
@@ -138,7 +353,6 @@ fn text_pair(r: &CompareReport, st: Style) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{} {}", st.bold("A:"), machine_line(r, 0));
     let _ = writeln!(o, "{} {}", st.bold("B:"), machine_line(r, 1));
-    let absent = "(absent)";
     for rank in [Rank::Verdict, Rank::Ml, Rank::Other] {
         let rows: Vec<&Change> = r.changes.iter().filter(|c| c.rank == rank).collect();
         if rows.is_empty() {
@@ -146,7 +360,6 @@ fn text_pair(r: &CompareReport, st: Style) -> String {
         }
         let _ = writeln!(o, "\n{} ({})", st.bold(rank_title(rank)), rows.len());
         if rank == Rank::Verdict {
-            let wid = width(rows.iter().map(|c| verdict_parts(&c.fact).0), 40);
             for c in rows {
                 let (id, msg) = verdict_parts(&c.fact);
                 let sev = c.b.as_deref().or(c.a.as_deref()).unwrap_or("");
@@ -156,37 +369,26 @@ fn text_pair(r: &CompareReport, st: Style) -> String {
                 } else {
                     (st.good("fixed"), "fixed on B")
                 };
-                let _ = writeln!(
-                    o,
-                    "  {tag}  {}  {}  {lead}: {title}\n  {}  {}",
-                    pad(sev, 7),
-                    pad(id, wid),
-                    " ".repeat(5 + 2 + 7 + 2 + wid),
-                    st.dim(msg)
-                );
+                let _ = writeln!(o, "  {tag}  {}  {}", pad(sev, 7), id);
+                // What B will hit, then the message, wrapped within the width at spaces.
+                let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
+                let ind = " ".repeat(4);
+                for l in lay.wrap(&ind, &ind, &format!("{lead}: {title}")) {
+                    let _ = writeln!(o, "{l}");
+                }
+                for l in lay.wrap(&ind, &ind, msg) {
+                    let _ = writeln!(o, "{}", st.dim(&l));
+                }
             }
             continue;
         }
-        let wf = width(rows.iter().map(|c| c.fact.as_str()), 64);
-        let wa = width(rows.iter().map(|c| c.a.as_deref().unwrap_or(absent)), 32);
-        let wb = width(rows.iter().map(|c| c.b.as_deref().unwrap_or(absent)), 32);
-        for c in rows {
-            let a = c.a.as_deref().unwrap_or(absent);
-            let b = c.b.as_deref().unwrap_or(absent);
-            let desc = describe(c, "->");
-            let desc = match (c.change, c.direction) {
-                (ChangeKind::Added, _) => st.good(&desc),
-                (ChangeKind::Removed, _) => st.error(&desc),
-                (_, Some(Direction::Downgrade)) => st.warning(&desc),
-                _ => st.info(&desc),
-            };
-            let line = format!(
-                "  {}  {}  ->  {}  {desc}",
-                pad(&c.fact, wf),
-                pad(a, wa),
-                pad(b, wb)
-            );
-            let _ = writeln!(o, "{}", line.trim_end());
+        for row in collapse(&rows) {
+            if !row.group.is_empty() {
+                let _ = writeln!(o, "  {}", elide_middle(&row.group, TEXT_WIDTH - 2));
+            }
+            for line in pair_rows(&row.rows, !row.group.is_empty(), &st) {
+                let _ = writeln!(o, "{}", line.trim_end());
+            }
         }
     }
     if !r.interpreters.is_empty() {
@@ -210,7 +412,22 @@ fn text_pair(r: &CompareReport, st: Style) -> String {
                 (false, true) => st.warning("  only on B"),
                 _ => String::new(),
             };
-            let _ = writeln!(o, "  {}  {}  <->  {b}{tag}", pad(&g.label, wl), pad(a, wa));
+            let one = format!("  {}  {}  <->  {b}", pad(&g.label, wl), pad(a, wa));
+            let tag_w = if tag.is_empty() { 0 } else { 11 };
+            if one.chars().count() + tag_w <= TEXT_WIDTH {
+                let one = format!("{one}{tag}");
+                let _ = writeln!(o, "{one}");
+            } else {
+                // Too wide for one line: A and B one under the other.
+                let room = TEXT_WIDTH - 2 - wl - 4;
+                let _ = writeln!(
+                    o,
+                    "  {}  A {}{tag}",
+                    pad(&g.label, wl),
+                    elide_middle(a, room)
+                );
+                let _ = writeln!(o, "  {}  B {}", " ".repeat(wl), elide_middle(b, room));
+            }
         }
     }
     let s = &r.summary;
@@ -262,23 +479,25 @@ fn text_fleet(r: &CompareReport, st: Style) -> String {
                 continue;
             }
             let _ = writeln!(o, "  {} ({})", st.bold(rank_title(rank)), rows.len());
-            let wf = width(rows.iter().map(|f| f.fact.as_str()), 64);
+            let wf = width(rows.iter().map(|f| f.fact.as_str()), FACT_CAP);
             for f in rows {
+                let fact = elide_middle(&f.fact, wf);
+                let maj = elide_middle(f.majority.as_deref().unwrap_or(absent), VALUE_CAP);
                 let _ = writeln!(
                     o,
-                    "    {}  majority {} ({} of {})",
-                    pad(&f.fact, wf),
-                    f.majority.as_deref().unwrap_or(absent),
+                    "    {}  majority {maj} ({} of {})",
+                    pad(&fact, wf),
                     f.majority_count,
                     f.compared
                 );
-                let wm = width(f.outliers.iter().map(|x| x.machine.as_str()), 48);
+                let wm = width(f.outliers.iter().map(|x| x.machine.as_str()), 32);
                 for x in &f.outliers {
+                    let v = elide_middle(x.value.as_deref().unwrap_or(absent), TEXT_WIDTH - 8 - wm);
                     let _ = writeln!(
                         o,
                         "      {}  {}",
-                        pad(&x.machine, wm),
-                        st.warning(x.value.as_deref().unwrap_or(absent))
+                        pad(&elide_middle(&x.machine, wm), wm),
+                        st.warning(&v)
                     );
                 }
             }
@@ -292,20 +511,23 @@ fn text_fleet(r: &CompareReport, st: Style) -> String {
                 st.bold(&m.machine),
                 if n == 1 { "" } else { "s" }
             );
-            let wf = width(m.differences.iter().map(|d| d.fact.as_str()), 64);
+            let wf = width(m.differences.iter().map(|d| d.fact.as_str()), FACT_CAP);
             let wv = width(
                 m.differences
                     .iter()
                     .map(|d| d.value.as_deref().unwrap_or(absent)),
-                32,
+                VALUE_CAP,
             );
             for d in &m.differences {
                 let _ = writeln!(
                     o,
                     "    {}  {}  (majority {})",
-                    pad(&d.fact, wf),
-                    pad(d.value.as_deref().unwrap_or(absent), wv),
-                    d.majority.as_deref().unwrap_or(absent)
+                    pad(&elide_middle(&d.fact, wf), wf),
+                    pad(&elide_middle(d.value.as_deref().unwrap_or(absent), wv), wv),
+                    elide_middle(
+                        d.majority.as_deref().unwrap_or(absent),
+                        TEXT_WIDTH.saturating_sub(4 + wf + 2 + wv + 2 + 11).max(8)
+                    )
                 );
             }
         }
@@ -323,7 +545,7 @@ fn text_fleet(r: &CompareReport, st: Style) -> String {
     };
     let _ = writeln!(
         o,
-        "\n{head} across {} machines ({} verdict, {} ML/CUDA, {} other); {} machine(s) differ from the majority.",
+        "\n{head} across {} machines ({} verdict, {} ML/CUDA, {} other);\n{} machine(s) differ from the majority.",
         r.machines.len(),
         s.verdicts,
         s.ml,
@@ -345,9 +567,13 @@ fn code(s: &str) -> String {
     if s.is_empty() {
         return String::new();
     }
+    // A cell of a few hundred characters (a long list) makes the table unreadable: elide it.
     format!(
         "`{}`",
-        s.replace('`', "'").replace('|', "\\|").replace('\n', " ")
+        elide_middle(s, 120)
+            .replace('`', "'")
+            .replace('|', "\\|")
+            .replace('\n', " ")
     )
 }
 
@@ -517,4 +743,88 @@ fn md_fleet(r: &CompareReport) -> String {
         let _ = writeln!(o, "<sub>{}</sub>", md(&f));
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_are_diffed_item_by_item() {
+        assert_eq!(
+            list_diff(
+                "libcudnn.so.8, libcudart.so.11",
+                "libcudart.so.11, libcudnn.so.9"
+            ),
+            Some(("-libcudnn.so.8".into(), "+libcudnn.so.9".into(), 1))
+        );
+        assert_eq!(list_diff("8.7", "9.1"), None);
+    }
+
+    fn change(fact: &str, kind: ChangeKind, a: Option<&str>, b: Option<&str>) -> Change {
+        Change {
+            rank: Rank::Ml,
+            section: crate::compare::Section::Frameworks,
+            fact: fact.into(),
+            change: kind,
+            a: a.map(Into::into),
+            b: b.map(Into::into),
+            direction: None,
+            size: None,
+            local_a: None,
+            local_b: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn an_added_framework_is_one_row() {
+        let cs = [
+            change(
+                "frameworks[project-venv:.venv:jax].version",
+                ChangeKind::Added,
+                None,
+                Some("0.4.30"),
+            ),
+            change(
+                "frameworks[project-venv:.venv:jax].cuda_version",
+                ChangeKind::Added,
+                None,
+                Some("12.3"),
+            ),
+            change(
+                "frameworks[project-venv:.venv:jax].wants",
+                ChangeKind::Added,
+                None,
+                Some("a, b"),
+            ),
+            change(
+                "pythons[project-venv:.venv].packages[jax]",
+                ChangeKind::Added,
+                None,
+                Some("0.4.30"),
+            ),
+        ];
+        let refs: Vec<&Change> = cs.iter().collect();
+        let groups = collapse(&refs);
+        let rows: Vec<(&str, &str, &str)> = groups
+            .iter()
+            .flat_map(|g| {
+                g.rows
+                    .iter()
+                    .map(|r| (r.fact.as_str(), r.b.as_str(), r.desc.as_str()))
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "frameworks[project-venv:.venv:jax]",
+                    "0.4.30",
+                    "added (3 facts)"
+                ),
+                ("packages[jax]", "0.4.30", "added")
+            ]
+        );
+    }
 }

@@ -1,0 +1,112 @@
+//! One line on a checkpoint: its format, who wrote it, and the facts that decide who can load it.
+
+use crate::snapshot::Checkpoint;
+
+/// One line on what a checkpoint is: format, producer, and the facts that decide who can load it.
+pub fn summary(c: &Checkpoint) -> String {
+    let mut parts: Vec<String> = vec![c.format.clone()];
+    match (&c.producer, &c.producer_version) {
+        (Some(p), Some(v)) => parts.push(format!("written by {p} {v}")),
+        (Some(p), None) => parts.push(format!("{p} (no version recorded)")),
+        _ => {}
+    }
+    if let Some(e) = &c.error {
+        parts.push(format!("unreadable: {e}"));
+    }
+    if let Some(t) = &c.tf {
+        parts.push(format!(
+            "{} tensors in {} shard{}",
+            t.tensor_count,
+            t.num_shards,
+            if t.num_shards == 1 { "" } else { "s" }
+        ));
+        parts.push(if t.object_based {
+            "object-based (TF2 tf.train.Checkpoint)".into()
+        } else {
+            "name-based (TF1 Saver)".into()
+        });
+        if !t.scopes.is_empty() {
+            parts.push(format!("scopes {}", t.scopes.join(", ")));
+        }
+        if let Some(era) = &t.rnn_key_naming {
+            parts.push(format!("RNN names {era}"));
+        }
+        if !t.optimizer_slots.is_empty() {
+            parts.push(format!("optimizer slots {}", t.optimizer_slots.join(", ")));
+        }
+    }
+    if let Some(st) = &c.tf_state {
+        if let Some(l) = &st.latest {
+            parts.push(format!(
+                "latest {l}{}",
+                st.latest_family
+                    .as_ref()
+                    .map(|f| format!(" ({f})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if st.mixed_families {
+            parts.push(format!("families {}", st.families.join(", ")));
+        }
+    }
+    if let Some(sm) = &c.saved_model {
+        if !sm.tags.is_empty() {
+            parts.push(format!("tags {}", sm.tags.join(", ")));
+        }
+        if !sm.custom_layers.is_empty() {
+            parts.push(format!("custom layers {}", sm.custom_layers.join(", ")));
+        }
+    }
+    if let Some(k) = &c.keras {
+        if let Some(b) = &k.backend {
+            parts.push(format!("backend {b}"));
+        }
+        if !k.custom_layers.is_empty() {
+            parts.push(format!("custom layers {}", k.custom_layers.join(", ")));
+        }
+    }
+    if let Some(t) = &c.torch {
+        parts.push(if t.zip {
+            "zip format (torch >= 1.6)".into()
+        } else {
+            "legacy format".into()
+        });
+        parts.push(format!("{} storages", t.storage_count));
+        if !t.storage_locations.is_empty() {
+            parts.push(format!("on {}", t.storage_locations.join(", ")));
+        }
+        if t.needs_weights_only_false {
+            parts.push(format!(
+                "needs weights_only=False for {}",
+                t.unsafe_globals.join(", ")
+            ));
+        }
+    }
+    if let Some(sf) = &c.safetensors {
+        parts.push(format!(
+            "{} tensors ({})",
+            sf.tensor_count,
+            sf.dtypes.join(", ")
+        ));
+    }
+    if let Some(h) = &c.hf {
+        if !h.architectures.is_empty() {
+            parts.push(h.architectures.join(", "));
+        }
+        if let Some(d) = &h.torch_dtype {
+            parts.push(d.clone());
+        }
+    }
+    if let Some(o) = &c.onnx {
+        if let Some(ir) = o.ir_version {
+            parts.push(format!("ONNX IR {ir}"));
+        }
+        if let Some(p) = &o.producer_name {
+            parts.push(format!(
+                "from {p} {}",
+                o.producer_version.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    parts.join("; ")
+}

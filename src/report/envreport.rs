@@ -1,0 +1,295 @@
+//! `envdoctor report`: the environment as Markdown to paste into a bug report or a pull request
+//! (like PyTorch's collect_env, with envdoctor's evidence), or as JSON for tools: the verdict,
+//! the summary, the findings, and the facts a maintainer asks for (OS, glibc, CPU, interpreters,
+//! framework builds, ML packages, driver, toolkits, GPUs, training environment variables).
+//!
+//! Secrets are never included: environment values come from the snapshot's allowlist (already
+//! redacted by the env probe), and the hostname, user names and process names are left out.
+
+use super::inventory;
+use super::markdown::{findings_section, md_cell, probe_problems, summary_list};
+use super::verdict::Summary;
+use crate::rules::Finding;
+use crate::Snapshot;
+use serde::Serialize;
+
+/// Packages a maintainer asks about (besides `nvidia-*`).
+const ML_PACKAGES: &[&str] = &[
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "tensorflow",
+    "tensorflow-cpu",
+    "tf-keras",
+    "keras",
+    "jax",
+    "jaxlib",
+    "numpy",
+    "scipy",
+    "transformers",
+    "accelerate",
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "protobuf",
+    "h5py",
+    "cupy",
+    "triton",
+];
+
+/// One interpreter's facts.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct PythonFacts {
+    /// Its path.
+    pub path: String,
+    /// Its version.
+    pub version: Option<String>,
+    /// How it was found (`path`, `virtual-env`, `vscode`, ...).
+    pub found_as: Vec<String>,
+    /// The ML packages installed in it (`torch==2.15.0+cu132`).
+    pub packages: Vec<String>,
+    /// Frameworks with their CUDA/cuDNN build (`torch 2.15.0 (CUDA 13.2, cuDNN 9.13)`).
+    pub frameworks: Vec<String>,
+}
+
+/// The facts of the report.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Facts {
+    /// `Ubuntu 22.04, Linux 6.8.0, x86_64, glibc 2.35`.
+    pub os: String,
+    /// CPU model, cores, memory.
+    pub cpu: String,
+    /// Container runtime, when in one.
+    pub container: Option<String>,
+    /// Every interpreter found.
+    pub pythons: Vec<PythonFacts>,
+    /// The NVIDIA driver and its CUDA version.
+    pub driver: String,
+    /// CUDA toolkits (`12.4 at /usr/local/cuda-12.4`).
+    pub toolkits: Vec<String>,
+    /// GPUs (`0: NVIDIA A100 80GB, sm_80, 81920 MiB`).
+    pub gpus: Vec<String>,
+    /// Training-related environment variables (allowlisted, secrets redacted).
+    pub env: Vec<String>,
+}
+
+/// `envdoctor report --format json`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct EnvReport<'a> {
+    /// The envdoctor that wrote it.
+    pub envdoctor_version: &'static str,
+    /// The verdict line.
+    pub verdict: String,
+    /// Counts.
+    pub summary: &'a Summary,
+    /// The summary lines.
+    pub inventory: Vec<inventory::Line>,
+    /// The findings.
+    pub findings: Vec<super::json::FindingOut<'a>>,
+    /// The facts.
+    pub facts: Facts,
+    /// Probe problems.
+    pub probe_errors: &'a [crate::snapshot::ProbeError],
+}
+
+fn opt(s: &Option<String>) -> &str {
+    s.as_deref().unwrap_or("?")
+}
+
+/// The facts of `snap` a maintainer asks for.
+pub fn facts(snap: &Snapshot) -> Facts {
+    let h = &snap.host;
+    let os = format!(
+        "{} {}, {} {}, glibc {}",
+        opt(&h.os_name),
+        opt(&h.os_version),
+        opt(&h.kernel),
+        opt(&h.arch),
+        opt(&h.glibc_version)
+    );
+    let cpu = format!(
+        "{}, {} cores / {} threads, {} MiB memory",
+        opt(&h.cpu_model),
+        h.cpu_cores.map_or("?".into(), |n| n.to_string()),
+        h.cpu_threads.map_or("?".into(), |n| n.to_string()),
+        h.memory_total_mib.map_or("?".into(), |n| n.to_string())
+    );
+    let pythons = snap
+        .pythons
+        .iter()
+        .map(|p| {
+            let mut found_as: Vec<String> = p
+                .sources
+                .iter()
+                .map(|s| {
+                    serde_json::to_value(s.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                })
+                .collect();
+            found_as.dedup();
+            let packages = p
+                .packages
+                .iter()
+                .filter(|k| ML_PACKAGES.contains(&k.name.as_str()) || k.name.starts_with("nvidia-"))
+                .map(|k| format!("{}=={}", k.name, k.version))
+                .collect();
+            let frameworks = snap
+                .frameworks
+                .iter()
+                .filter(|f| f.python == p.path)
+                .map(|f| {
+                    let mut b = Vec::new();
+                    if let Some(c) = &f.cuda_version {
+                        b.push(format!("CUDA {c}"));
+                    }
+                    if let Some(c) = &f.cudnn_version {
+                        b.push(format!("cuDNN {c}"));
+                    }
+                    if f.is_cuda_build == Some(false) {
+                        b.push("CPU-only".into());
+                    }
+                    format!("{} {} ({})", f.name, f.version, b.join(", "))
+                })
+                .collect();
+            PythonFacts {
+                path: p.path.clone(),
+                version: p.version.clone(),
+                found_as,
+                packages,
+                frameworks,
+            }
+        })
+        .collect();
+    let n = &snap.nvml;
+    let driver = if n.status == "ok" {
+        format!(
+            "NVIDIA {}, CUDA {} (driver API)",
+            opt(&n.driver_version),
+            opt(&n.cuda_driver_version)
+        )
+    } else {
+        format!(
+            "none usable (NVML {})",
+            if n.status.is_empty() {
+                "not probed"
+            } else {
+                &n.status
+            }
+        )
+    };
+    Facts {
+        os,
+        cpu,
+        container: h.container.as_ref().map(|c| c.kind.clone()),
+        pythons,
+        driver,
+        toolkits: snap
+            .cuda
+            .toolkits
+            .iter()
+            .map(|t| format!("{} at {}", opt(&t.version), t.path))
+            .collect(),
+        gpus: snap
+            .gpus
+            .iter()
+            .map(|g| {
+                format!(
+                    "{}: {}, sm {}, {} MiB",
+                    g.index,
+                    g.name,
+                    opt(&g.compute_capability),
+                    g.memory_total_mib
+                )
+            })
+            .collect(),
+        env: snap.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+    }
+}
+
+/// `envdoctor report` as Markdown.
+pub fn markdown(findings: &[Finding], summary: &Summary, snap: &Snapshot) -> String {
+    let f = facts(snap);
+    let mut out = format!(
+        "## Environment (envdoctor {})\n\n**{}**\n\n### Summary\n\n",
+        env!("CARGO_PKG_VERSION"),
+        md_cell(&summary.line(snap))
+    );
+    out.push_str(&summary_list(snap, findings));
+    out.push_str("\n### Findings\n\n");
+    if findings.is_empty() {
+        out.push_str("None.\n\n");
+    } else {
+        out.push_str(&findings_section(findings, snap));
+    }
+    out.push_str("### Facts\n\n| | |\n|---|---|\n");
+    let row = |out: &mut String, k: &str, v: &str| {
+        out.push_str(&format!("| {k} | {} |\n", md_cell(v)));
+    };
+    row(&mut out, "OS", &f.os);
+    row(&mut out, "CPU", &f.cpu);
+    if let Some(c) = &f.container {
+        row(&mut out, "container", c);
+    }
+    row(&mut out, "driver", &f.driver);
+    row(
+        &mut out,
+        "CUDA toolkits",
+        &if f.toolkits.is_empty() {
+            "none".into()
+        } else {
+            f.toolkits.join("; ")
+        },
+    );
+    row(
+        &mut out,
+        "GPUs",
+        &if f.gpus.is_empty() {
+            "none".into()
+        } else {
+            f.gpus.join("; ")
+        },
+    );
+    out.push('\n');
+    for p in &f.pythons {
+        out.push_str(&format!(
+            "<details><summary>Python {} at <code>{}</code> ({})</summary>\n\n",
+            p.version.as_deref().unwrap_or("?"),
+            p.path,
+            p.found_as.join(", ")
+        ));
+        for fw in &p.frameworks {
+            out.push_str(&format!("- framework: {fw}\n"));
+        }
+        if p.packages.is_empty() {
+            out.push_str("- no ML packages\n");
+        } else {
+            out.push_str(&format!("\n```\n{}\n```\n", p.packages.join("\n")));
+        }
+        out.push_str("\n</details>\n\n");
+    }
+    if !f.env.is_empty() {
+        out.push_str(&format!(
+            "Environment variables:\n\n```\n{}\n```\n\n",
+            f.env.join("\n")
+        ));
+    }
+    out.push_str(&probe_problems(snap));
+    out
+}
+
+/// `envdoctor report --format json`.
+pub fn json(findings: &[Finding], summary: &Summary, snap: &Snapshot) -> String {
+    let r = EnvReport {
+        envdoctor_version: env!("CARGO_PKG_VERSION"),
+        verdict: summary.line(snap),
+        summary,
+        inventory: inventory::lines(snap, findings),
+        findings: super::json::findings_out(findings, snap),
+        facts: facts(snap),
+        probe_errors: &snap.probe_errors,
+    };
+    let mut s = serde_json::to_string_pretty(&r).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,440 @@
+//! The summary `check` and `report` lead with (flutter-doctor style): what envdoctor assumed,
+//! one line per area with a mark, even when all is well: the job's interpreter and why it is the
+//! one, each framework's CUDA/cuDNN build against the libraries the loader will give it, the
+//! driver, each GPU's free memory and other processes, the checkpoints found.
+//!
+//! Marks come from the facts themselves (a library that does not resolve, no driver under a
+//! CUDA build) and from the findings whose evidence touches the area.
+
+use crate::rules::{Finding, Severity};
+use crate::snapshot::python::{Python, SourceKind};
+use crate::snapshot::{Framework, Library};
+use crate::Snapshot;
+use serde::Serialize;
+
+/// A line's mark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mark {
+    /// All good (✓).
+    Ok,
+    /// Worth a look (!).
+    Warn,
+    /// Will break (✗).
+    Bad,
+}
+
+impl Mark {
+    /// `✓`, `!` or `✗`.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Mark::Ok => "✓",
+            Mark::Warn => "!",
+            Mark::Bad => "✗",
+        }
+    }
+    fn of(s: Severity) -> Mark {
+        match s {
+            Severity::Error => Mark::Bad,
+            Severity::Warning => Mark::Warn,
+            Severity::Info => Mark::Ok,
+        }
+    }
+}
+
+/// One line of the summary.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Line {
+    /// The mark.
+    pub mark: Mark,
+    /// The area (`Python`, `torch`, `Driver`, `GPU 0`, `Checkpoints`).
+    pub area: String,
+    /// What was found.
+    pub text: String,
+    /// More, shown with --verbose.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub detail: Vec<String>,
+}
+
+/// Why an interpreter is the job's: the best of its sources.
+fn job_rank(py: &Python) -> Option<(u8, String)> {
+    py.sources
+        .iter()
+        .filter_map(|s| {
+            let (rank, why) = match s.kind {
+                SourceKind::VirtualEnv => (0, "VIRTUAL_ENV is set".to_string()),
+                SourceKind::CondaPrefix => (1, "the active conda env (CONDA_PREFIX)".into()),
+                SourceKind::Path if !s.detail.contains("dangling") => (
+                    2,
+                    format!(
+                        "`{}` on PATH",
+                        s.detail.split(' ').next().unwrap_or("python")
+                    ),
+                ),
+                SourceKind::PyenvShim => (
+                    2,
+                    format!(
+                        "pyenv shim `{}` on PATH",
+                        s.detail.split(' ').next().unwrap_or("python")
+                    ),
+                ),
+                SourceKind::ProjectVenv | SourceKind::Poetry | SourceKind::Pipenv => {
+                    (3, "the project's venv (not active)".into())
+                }
+                SourceKind::Vscode | SourceKind::Pycharm => (4, "the IDE's interpreter".into()),
+                _ => return None,
+            };
+            // `python` and `python3` are what a job runs; `python3.11` only when they are not.
+            let name = s.detail.split(' ').next().unwrap_or("");
+            let pref = match name {
+                "python" => 0u8,
+                "python3" => 1,
+                _ => 2,
+            };
+            Some((rank, pref, why))
+        })
+        .min()
+        .map(|(rank, _, why)| (rank, why))
+}
+
+/// The interpreter a job started here runs (`python train.py`), and why.
+pub fn job_python(snap: &Snapshot) -> Option<(&Python, String)> {
+    // Among PATH entries only the lowest one wins; the detail names the entry.
+    let path_pos = |py: &Python| -> usize {
+        py.sources
+            .iter()
+            .filter(|s| matches!(s.kind, SourceKind::Path | SourceKind::PyenvShim))
+            .filter_map(|s| {
+                let n = s.detail.split("PATH entry ").nth(1)?;
+                n.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+            })
+            .min()
+            .unwrap_or(usize::MAX)
+    };
+    snap.pythons
+        .iter()
+        .filter(|p| p.exists)
+        .filter_map(|p| job_rank(p).map(|(r, why)| ((r, path_pos(p)), p, why)))
+        .min_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, p, why)| (p, why))
+}
+
+fn worst(findings: &[Finding], touches: impl Fn(&str) -> bool) -> Mark {
+    findings
+        .iter()
+        .filter(|f| {
+            f.subject.as_deref().is_some_and(&touches)
+                || f.evidence.iter().any(|e| touches(&e.path))
+        })
+        .map(|f| Mark::of(f.severity))
+        .max()
+        .unwrap_or(Mark::Ok)
+}
+
+fn gib(mib: u64) -> String {
+    format!("{:.1} GiB", mib as f64 / 1024.0)
+}
+
+fn lib_version(l: &Library) -> Option<&str> {
+    l.load
+        .as_ref()
+        .and_then(|r| r.version.as_deref())
+        .or(l.file_version.as_deref())
+        .or(l.name_version.as_deref())
+}
+
+fn framework_line(fw: &Framework, libs: &[&Library], findings: &[Finding]) -> Line {
+    let mut parts = Vec::new();
+    let mut mark = Mark::Ok;
+    match fw.is_cuda_build {
+        Some(false) => parts.push("CPU-only build".to_string()),
+        _ => {
+            let mut built = Vec::new();
+            if let Some(c) = &fw.cuda_version {
+                built.push(format!("CUDA {c}"));
+            }
+            if let Some(c) = &fw.cudnn_version {
+                built.push(format!("cuDNN {c}"));
+            }
+            if !built.is_empty() {
+                parts.push(format!("built for {}", built.join(", ")));
+            }
+        }
+    }
+    let mine: Vec<&&Library> = libs
+        .iter()
+        .filter(|l| l.wanted_by.iter().any(|w| w == &fw.name) || l.requester.contains(&fw.name))
+        .collect();
+    let mut missing = Vec::new();
+    let mut got = Vec::new();
+    for l in &mine {
+        // The driver's own libraries (libcuda, libnvidia-ml) are the Driver line's business.
+        let driver_lib = l.soname.starts_with("libcuda.so") || l.soname.starts_with("libnvidia-");
+        if !l.resolves && !driver_lib {
+            missing.push(l.soname.clone());
+        } else if !driver_lib && matches!(l.family.as_deref(), Some("cudart" | "cudnn")) {
+            got.push(format!(
+                "{} {}",
+                l.soname,
+                lib_version(l).unwrap_or("(version unknown)")
+            ));
+        }
+    }
+    if !got.is_empty() {
+        parts.push(format!("loader gives {}", got.join(", ")));
+    }
+    if !missing.is_empty() {
+        mark = Mark::Bad;
+        let more = if missing.len() > 3 {
+            format!(", … {} more", missing.len() - 3)
+        } else {
+            String::new()
+        };
+        missing.truncate(3);
+        parts.push(format!("not found: {}{more}", missing.join(", ")));
+    }
+    let key = format!("{} @ {}", fw.name, fw.python);
+    let touched = worst(findings, |p| {
+        p.contains(&key) || (p.starts_with("libraries[") && p.contains(&fw.python))
+    });
+    Line {
+        mark: mark.max(touched),
+        area: fw.name.clone(),
+        text: format!(
+            "{} {}",
+            fw.version,
+            if parts.is_empty() {
+                String::new()
+            } else {
+                format!("({})", parts.join("; "))
+            }
+        )
+        .trim_end()
+        .to_string(),
+        detail: mine
+            .iter()
+            .map(|l| match &l.path {
+                Some(p) => format!("{} -> {p}", l.soname),
+                None => format!("{} -> not found", l.soname),
+            })
+            .collect(),
+    }
+}
+
+/// The summary lines of `snap`.
+pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
+    let mut out = Vec::new();
+    let job = job_python(snap);
+    match &job {
+        Some((py, why)) => {
+            let key = format!("pythons[{}]", py.path);
+            let others: Vec<String> = snap
+                .pythons
+                .iter()
+                .filter(|p| p.path != py.path)
+                .map(|p| {
+                    let mut kinds: Vec<&str> =
+                        p.sources.iter().map(|s| kind_name(s.kind)).collect();
+                    kinds.sort_unstable();
+                    kinds.dedup();
+                    format!(
+                        "also: {} {} ({})",
+                        p.path,
+                        p.version.as_deref().unwrap_or("?"),
+                        kinds.join(", ")
+                    )
+                })
+                .collect();
+            out.push(Line {
+                mark: worst(findings, |p| p.starts_with(&key)),
+                area: "Python".into(),
+                text: format!(
+                    "{} {} ({why}; {} interpreter{} found)",
+                    py.path,
+                    py.version.as_deref().unwrap_or("(version unknown)"),
+                    snap.pythons.len(),
+                    if snap.pythons.len() == 1 { "" } else { "s" }
+                ),
+                detail: others,
+            });
+        }
+        None => out.push(Line {
+            mark: Mark::Warn,
+            area: "Python".into(),
+            text: if snap.pythons.is_empty() {
+                "no interpreter found".into()
+            } else {
+                format!(
+                    "none that a job here would run ({} found, none on PATH or active)",
+                    snap.pythons.len()
+                )
+            },
+            detail: vec![],
+        }),
+    }
+    let job_path = job.as_ref().map(|(p, _)| p.path.as_str());
+    let fws: Vec<&Framework> = snap
+        .frameworks
+        .iter()
+        .filter(|f| Some(f.python.as_str()) == job_path)
+        .collect();
+    let libs: Vec<&Library> = snap
+        .libraries
+        .iter()
+        .filter(|l| l.python.as_deref() == job_path)
+        .collect();
+    for fw in &fws {
+        out.push(framework_line(fw, &libs, findings));
+    }
+    if fws.is_empty() && job_path.is_some() {
+        out.push(Line {
+            mark: Mark::Ok,
+            area: "Frameworks".into(),
+            text: "none in this interpreter (torch, TensorFlow, jax, ...)".into(),
+            detail: vec![],
+        });
+    }
+    let wants_gpu = fws.iter().any(|f| f.is_cuda_build == Some(true));
+    let driver_mark = worst(findings, |p| {
+        p.starts_with("nvml") || p.starts_with("cuda.driver")
+    });
+    let nvml = &snap.nvml;
+    if nvml.status == "ok" {
+        out.push(Line {
+            mark: driver_mark,
+            area: "Driver".into(),
+            text: format!(
+                "NVIDIA {}{}",
+                nvml.driver_version
+                    .as_deref()
+                    .unwrap_or("(version unknown)"),
+                nvml.cuda_driver_version
+                    .as_deref()
+                    .map(|c| format!(", CUDA {c} (driver API)"))
+                    .unwrap_or_default()
+            ),
+            detail: nvml.library.iter().map(|l| format!("NVML: {l}")).collect(),
+        });
+    } else {
+        let why = match nvml.status.as_str() {
+            "no-library" | "" => "no NVIDIA driver (libnvidia-ml.so.1 not found)".to_string(),
+            "not-probed"
+                if nvml
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("--no-load")) =>
+            {
+                "not probed (--no-load)".to_string()
+            }
+            "not-probed" => "not probed (--root names another machine)".to_string(),
+            s => format!("NVML {s}"),
+        };
+        out.push(Line {
+            mark: driver_mark.max(if wants_gpu { Mark::Warn } else { Mark::Ok }),
+            area: "Driver".into(),
+            text: if wants_gpu {
+                format!("{why}: the CUDA build will run on CPU or fail")
+            } else {
+                format!("{why}; CPU only")
+            },
+            detail: nvml.reason.iter().cloned().collect(),
+        });
+    }
+    for g in &snap.gpus {
+        let key = format!("gpus[{}]", g.index);
+        let mut mark = worst(findings, |p| p.starts_with(&key));
+        let others = g.live.processes.len();
+        let mut text = format!(
+            "{}: {} of {} free",
+            g.name,
+            gib(g.live.memory_free_mib),
+            gib(g.memory_total_mib)
+        );
+        if others > 0 {
+            text.push_str(&format!(
+                ", {} process{} on it",
+                others,
+                if others == 1 { "" } else { "es" }
+            ));
+            if g.live.foreign_processes > 0 {
+                text.push_str(&format!(
+                    " ({} from other containers)",
+                    g.live.foreign_processes
+                ));
+            }
+            if g.live.processes.iter().any(|p| p.same_user != Some(true)) {
+                mark = mark.max(Mark::Warn);
+            }
+        } else {
+            text.push_str(", no process on it");
+        }
+        if !g.visible {
+            text.push_str("; hidden by CUDA_VISIBLE_DEVICES");
+        }
+        out.push(Line {
+            mark,
+            area: format!("GPU {}", g.index),
+            text,
+            detail: g
+                .live
+                .processes
+                .iter()
+                .map(|p| {
+                    format!(
+                        "pid {} {} {}{}",
+                        p.pid,
+                        p.name.as_deref().unwrap_or("?"),
+                        p.used_memory_mib.map(gib).unwrap_or_default(),
+                        if p.in_our_pid_namespace {
+                            ""
+                        } else {
+                            " (another container)"
+                        }
+                    )
+                })
+                .collect(),
+        });
+    }
+    let unreadable = snap
+        .checkpoints
+        .iter()
+        .filter(|c| c.error.is_some())
+        .count();
+    let ck_mark = worst(findings, |p| p.starts_with("checkpoints"));
+    out.push(Line {
+        mark: ck_mark.max(if unreadable > 0 { Mark::Warn } else { Mark::Ok }),
+        area: "Checkpoints".into(),
+        text: match (snap.checkpoints.len(), unreadable) {
+            (0, _) => "none found".into(),
+            (n, 0) => format!("{n} found"),
+            (n, u) => format!("{n} found, {u} unreadable"),
+        },
+        detail: snap
+            .checkpoints
+            .iter()
+            .map(|c| format!("{}: {}", c.path, super::checkpoints::summary(c)))
+            .collect(),
+    });
+    out
+}
+
+fn kind_name(k: SourceKind) -> &'static str {
+    match k {
+        SourceKind::Path => "PATH",
+        SourceKind::PyenvShim => "pyenv shim",
+        SourceKind::PipShebang => "pip on PATH",
+        SourceKind::VirtualEnv => "VIRTUAL_ENV",
+        SourceKind::CondaPrefix => "CONDA_PREFIX",
+        SourceKind::CondaEnv => "conda env",
+        SourceKind::PyenvVersion => "pyenv",
+        SourceKind::System => "system",
+        SourceKind::ProjectVenv => "project venv",
+        SourceKind::Poetry => "poetry",
+        SourceKind::Pipenv => "pipenv",
+        SourceKind::CondaEnvironmentYml => "environment.yml",
+        SourceKind::Vscode => "VS Code",
+        SourceKind::Pycharm => "PyCharm",
+        SourceKind::JupyterKernel => "Jupyter kernel",
+        SourceKind::Other => "other",
+    }
+}

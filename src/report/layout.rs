@@ -1,0 +1,234 @@
+//! Text layout for a person: the width to wrap at (the terminal's; none when piped), wrapping
+//! that never breaks inside a word or a path, and paths written in full once, then shortened
+//! (`~/…`, or relative to the project).
+//!
+//! `ENVDOCTOR_WIDTH=N` forces a width (`0`: never wrap), for tests and for `watch`/`less`.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::io::IsTerminal;
+
+/// Where text goes and how wide it may be.
+#[derive(Debug, Default)]
+pub struct Layout {
+    /// Wrap at this many columns; `None`: do not wrap (piped output).
+    pub width: Option<usize>,
+    /// The home directory (written `~`).
+    home: Option<String>,
+    /// The project directory (paths under it are written relative to it).
+    project: Option<String>,
+    /// Paths already written in full.
+    seen: RefCell<HashSet<String>>,
+}
+
+/// The width of stdout: `ENVDOCTOR_WIDTH`, else the terminal's, else none (piped).
+pub fn stdout_width() -> Option<usize> {
+    if let Some(w) = std::env::var("ENVDOCTOR_WIDTH")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return (w > 0).then_some(w.max(40));
+    }
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size_of(std::io::stdout())
+        .map(|(w, _)| usize::from(w.0).max(40))
+        .or(Some(80))
+}
+
+impl Layout {
+    /// A layout of `width`, shortening paths under `home` and `project`.
+    pub fn new(width: Option<usize>, home: Option<String>, project: Option<String>) -> Layout {
+        let clean = |p: Option<String>| {
+            p.filter(|p| p.len() > 1)
+                .map(|p| p.trim_end_matches('/').to_string())
+        };
+        Layout {
+            width,
+            home: clean(home),
+            project: clean(project),
+            seen: RefCell::new(HashSet::new()),
+        }
+    }
+
+    /// `text` wrapped to the width after `first` (the first line's prefix) and `rest` (the
+    /// indent of the following lines); one line when not wrapping. Words and paths are never
+    /// split: a word longer than the line gets a line of its own.
+    pub fn wrap(&self, first: &str, rest: &str, text: &str) -> Vec<String> {
+        let Some(width) = self.width else {
+            return vec![format!("{first}{text}")];
+        };
+        let opts = textwrap::Options::new(width)
+            .break_words(false)
+            .word_separator(textwrap::WordSeparator::AsciiSpace)
+            .word_splitter(textwrap::WordSplitter::NoHyphenation)
+            .initial_indent(first)
+            .subsequent_indent(rest);
+        let lines: Vec<String> = textwrap::wrap(text, opts)
+            .into_iter()
+            .map(|l| l.trim_end().to_string())
+            .collect();
+        if lines.is_empty() {
+            vec![first.trim_end().to_string()]
+        } else {
+            lines
+        }
+    }
+
+    /// The short form of a path: relative to the project (`./runs/x`), or `~/…`.
+    pub fn short(&self, path: &str) -> Option<String> {
+        if let Some(p) = &self.project {
+            if let Some(rest) = path.strip_prefix(p.as_str()) {
+                if rest.is_empty() {
+                    return Some(".".into());
+                }
+                if let Some(r) = rest.strip_prefix('/') {
+                    return Some(format!("./{r}"));
+                }
+            }
+        }
+        if let Some(h) = &self.home {
+            if let Some(rest) = path.strip_prefix(h.as_str()) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    return Some(format!("~{rest}"));
+                }
+            }
+        }
+        None
+    }
+
+    /// The project directory, when paths are written relative to it.
+    pub fn project(&self) -> Option<&str> {
+        self.project.as_deref()
+    }
+
+    /// A path: in full the first time, shortened afterwards. Paths under the project are short
+    /// from the start once the project itself was written in full.
+    pub fn path(&self, path: &str) -> String {
+        let mut seen = self.seen.borrow_mut();
+        let under_named_project = self.project.as_ref().is_some_and(|p| {
+            seen.contains(p.as_str()) && path.starts_with(p.as_str()) && path != p.as_str()
+        });
+        if seen.insert(path.to_string()) && !under_named_project {
+            path.to_string()
+        } else {
+            self.short(path).unwrap_or_else(|| path.to_string())
+        }
+    }
+
+    /// Every absolute path in `text` (words starting with `/`) written in full the first time
+    /// and shortened afterwards. Text inside backticks (commands to paste) is left whole.
+    pub fn paths_in(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut in_code = false;
+        for (i, part) in text.split('`').enumerate() {
+            if i > 0 {
+                out.push('`');
+                in_code = !in_code;
+            }
+            if in_code {
+                out.push_str(part);
+                continue;
+            }
+            let mut first = true;
+            for word in part.split(' ') {
+                if !first {
+                    out.push(' ');
+                }
+                first = false;
+                // A path starts at a `/` that begins the word or follows an opening
+                // bracket, quote or `=` (`pythons[/usr/bin/python3]`, `(/x)`, `PATH=/bin`).
+                let start = word.find('/').filter(|&s| {
+                    s == 0 || matches!(word.as_bytes()[s - 1], b'(' | b'[' | b'"' | b'\'' | b'=')
+                });
+                match start {
+                    Some(s) => {
+                        let body = &word[s..];
+                        let cut = body
+                            .find([']', ')', ',', ';', '"', '\''])
+                            .unwrap_or(body.len());
+                        let end = body[..cut].trim_end_matches(['.', ':']).len();
+                        let (p, tail) = body.split_at(end);
+                        out.push_str(&word[..s]);
+                        out.push_str(&self.path(p));
+                        out.push_str(tail);
+                    }
+                    None => out.push_str(word),
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `s` cut in the middle to at most `max` characters (`/very/long…/tail`).
+pub fn elide_middle(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max || max < 5 {
+        return s.to_string();
+    }
+    let keep = max - 1;
+    let head = keep / 2;
+    let tail = keep - head;
+    let a: String = s.chars().take(head).collect();
+    let b: String = s.chars().skip(n - tail).collect();
+    format!("{a}…{b}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_at_spaces_never_inside_a_word_or_path() {
+        let l = Layout::new(Some(20), None, None);
+        let lines = l.wrap(
+            "  ",
+            "    ",
+            "run torch.load(weights_only=True) on /a/very/long/path/to/model.pt now",
+        );
+        assert_eq!(
+            lines,
+            [
+                "  run",
+                "    torch.load(weights_only=True)",
+                "    on",
+                "    /a/very/long/path/to/model.pt",
+                "    now"
+            ]
+        );
+        let piped = Layout::new(None, None, None);
+        assert_eq!(piped.wrap("  ", "    ", "a b c").len(), 1);
+    }
+
+    #[test]
+    fn paths_are_full_once_then_short_but_not_in_commands() {
+        let l = Layout::new(None, Some("/home/u".into()), Some("/home/u/proj".into()));
+        assert_eq!(
+            l.paths_in("at /home/u/proj/runs/a.pt."),
+            "at /home/u/proj/runs/a.pt."
+        );
+        assert_eq!(l.paths_in("(/home/u/proj/runs/a.pt)"), "(./runs/a.pt)");
+        assert_eq!(l.paths_in("/home/u/x, /home/u/x"), "/home/u/x, ~/x");
+        assert_eq!(
+            l.paths_in("`/home/u/x -m pip` and /usr/lib"),
+            "`/home/u/x -m pip` and /usr/lib"
+        );
+        assert_eq!(l.paths_in("and/or"), "and/or");
+        assert_eq!(
+            l.paths_in("pythons[/home/u/x].packages[a] /home/u/proj/b"),
+            "pythons[~/x].packages[a] /home/u/proj/b"
+        );
+        assert_eq!(
+            l.paths_in("the `x -m pip install 'a<4'` and (/home/u/x):"),
+            "the `x -m pip install 'a<4'` and (~/x):"
+        );
+    }
+
+    #[test]
+    fn elides_in_the_middle() {
+        assert_eq!(elide_middle("abcdefghij", 7), "abc…hij");
+        assert_eq!(elide_middle("abc", 7), "abc");
+    }
+}

@@ -1,0 +1,365 @@
+//! `check` as text for a person: the summary first, then the findings grouped by severity and by
+//! rule (a rule that fires 20 times is one entry, first 3 shown), probe problems not already
+//! shown by a finding, and the verdict line last. Wrapped to the terminal (never when piped),
+//! paths in full once and shortened after.
+
+use super::fixes::fix_of;
+use super::inventory::{self, Mark};
+use super::layout::{elide_middle, Layout};
+use super::style::Style;
+use super::verdict::Summary;
+use crate::rules::template::display_value;
+use crate::rules::{Finding, Severity};
+use crate::Snapshot;
+
+/// How much to show.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Detail {
+    /// Expand the summary (every interpreter, library, process, checkpoint).
+    pub verbose: bool,
+    /// Every finding of a repeated rule.
+    pub all: bool,
+}
+
+/// Findings of one rule shown before "… N more".
+pub const GROUP_SHOWN: usize = 3;
+
+fn mark_text(st: &Style, m: Mark) -> String {
+    match m {
+        Mark::Ok => st.good(m.symbol()),
+        Mark::Warn => st.warning(m.symbol()),
+        Mark::Bad => st.error(m.symbol()),
+    }
+}
+
+/// Push `text` wrapped after `first_plain` (shown as `first`, which may be coloured), following
+/// lines at `indent` columns.
+fn push(out: &mut String, lay: &Layout, first_plain: &str, first: &str, indent: usize, text: &str) {
+    let rest = " ".repeat(indent);
+    let lines = lay.wrap(first_plain, &rest, text);
+    for (i, l) in lines.iter().enumerate() {
+        if i == 0 {
+            out.push_str(first);
+            out.push_str(&l[first_plain.len().min(l.len())..]);
+        } else {
+            out.push_str(l);
+        }
+        out.push('\n');
+    }
+}
+
+/// The summary block.
+pub fn summary_block(
+    snap: &Snapshot,
+    findings: &[Finding],
+    lay: &Layout,
+    st: &Style,
+    d: Detail,
+) -> String {
+    let lines = inventory::lines(snap, findings);
+    let w = lines
+        .iter()
+        .map(|l| l.area.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(7, 12);
+    let mut out = st.bold("Summary");
+    out.push('\n');
+    if let Some(p) = lay.project() {
+        let p = lay.path(p);
+        let w = w.max(7);
+        push(
+            &mut out,
+            lay,
+            &format!("    {:<w$}  ", "Project"),
+            &format!("    {:<w$}  ", "Project"),
+            w + 6,
+            &p,
+        );
+    }
+    for l in &lines {
+        let pad = w.saturating_sub(l.area.chars().count());
+        let first = format!(
+            "  {} {}{}  ",
+            mark_text(st, l.mark),
+            l.area,
+            " ".repeat(pad)
+        );
+        // The mark is one column wide but more than one byte: wrap on a same-width stand-in.
+        let stand_in = format!("  * {}{}  ", l.area, " ".repeat(pad));
+        let indent = stand_in.chars().count();
+        let text = lay.paths_in(&l.text);
+        let wrapped = lay.wrap(&stand_in, &" ".repeat(indent), &text);
+        for (i, line) in wrapped.iter().enumerate() {
+            if i == 0 {
+                out.push_str(&first);
+                out.push_str(line.get(stand_in.len()..).unwrap_or(""));
+            } else {
+                out.push_str(line);
+            }
+            out.push('\n');
+        }
+        if d.verbose {
+            for x in &l.detail {
+                push(
+                    &mut out,
+                    lay,
+                    &" ".repeat(indent),
+                    &" ".repeat(indent),
+                    indent + 2,
+                    &lay.paths_in(x),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// `label` cut after `].` so that each piece fits `room` columns (a piece with no such place
+/// stays whole).
+fn label_lines(label: &str, room: usize) -> Vec<String> {
+    if label.chars().count() <= room {
+        return vec![label.to_string()];
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for piece in label.split_inclusive("].") {
+        if !cur.is_empty() && cur.chars().count() + piece.chars().count() > room {
+            out.push(std::mem::take(&mut cur));
+        }
+        cur.push_str(piece);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn severity_word(st: &Style, s: Severity) -> String {
+    match s {
+        Severity::Error => st.error("✗ error"),
+        Severity::Warning => st.warning("! warning"),
+        Severity::Info => st.info("i info"),
+    }
+}
+
+fn severity_plain(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "✗ error",
+        Severity::Warning => "! warning",
+        Severity::Info => "i info",
+    }
+}
+
+fn one_finding(
+    out: &mut String,
+    f: &Finding,
+    lay: &Layout,
+    st: &Style,
+    with_fix: bool,
+    snap: &Snapshot,
+) {
+    if let Some(s) = &f.subject {
+        push(
+            out,
+            lay,
+            "  for: ",
+            &format!("  {} ", st.dim("for:")),
+            4,
+            &lay.paths_in(s),
+        );
+    }
+    push(out, lay, "  ", "  ", 2, &lay.paths_in(&f.message));
+    if !f.evidence.is_empty() {
+        out.push_str(&format!("  {}\n", st.dim("evidence:")));
+        let max = lay.width.map_or(160, |w| w.saturating_sub(8).max(40));
+        for e in f.evidence.iter().take(12) {
+            let v = if e.value.is_null() {
+                "(absent)".to_string()
+            } else {
+                display_value(&e.value)
+            };
+            // A fact label longer than the line is broken after a `].` (between two levels of
+            // the fact, never inside a name or a path), not left to run past the edge.
+            let label = lay.paths_in(&e.path);
+            let room = lay
+                .width
+                .map_or(usize::MAX, |w| w.saturating_sub(6).max(20));
+            let label = label_lines(&label, room).join(" ");
+            let line = format!("{label} = {}", lay.paths_in(&v));
+            push(out, lay, "    ", "    ", 6, &elide_middle(&line, max * 2));
+        }
+        if f.evidence.len() > 12 {
+            out.push_str(&format!("    … {} more\n", f.evidence.len() - 12));
+        }
+    }
+    if with_fix {
+        fix_lines(out, f, lay, st, snap);
+    }
+}
+
+fn fix_lines(out: &mut String, f: &Finding, lay: &Layout, st: &Style, snap: &Snapshot) {
+    let fix = fix_of(f, snap);
+    // The command is printed whole on its own line; the text points to it instead of repeating it.
+    let text = match &fix.command {
+        Some(c) => fix.text.replacen(&format!("`{c}`"), "the command below", 1),
+        None => fix.text.clone(),
+    };
+    push(
+        out,
+        lay,
+        "  fix: ",
+        &format!("  {} ", st.good("fix:")),
+        4,
+        &lay.paths_in(&text),
+    );
+    if let Some(c) = &fix.command {
+        // The command alone on its line, never wrapped: it is meant to be pasted.
+        out.push_str(&format!("    $ {c}\n"));
+    }
+    for r in &f.references {
+        out.push_str(&format!("  {} {r}\n", st.dim("see:")));
+    }
+}
+
+/// Text for a person.
+pub fn render(
+    findings: &[Finding],
+    summary: &Summary,
+    snap: &Snapshot,
+    st: &Style,
+    lay: &Layout,
+    d: Detail,
+) -> String {
+    let mut out = summary_block(snap, findings, lay, st, d);
+    out.push('\n');
+    for sev in [Severity::Error, Severity::Warning, Severity::Info] {
+        let group: Vec<&Finding> = findings.iter().filter(|f| f.severity == sev).collect();
+        if group.is_empty() {
+            continue;
+        }
+        let heading = match sev {
+            Severity::Error => "Errors",
+            Severity::Warning => "Warnings",
+            Severity::Info => "Info",
+        };
+        out.push_str(&st.bold(&format!("{heading} ({})", group.len())));
+        out.push_str("\n\n");
+        let mut i = 0;
+        while i < group.len() {
+            let rule = &group[i].rule;
+            let n = group[i..].iter().take_while(|f| &f.rule == rule).count();
+            let same = &group[i..i + n];
+            let f = same[0];
+            let count = if n > 1 {
+                format!(" × {n}")
+            } else {
+                String::new()
+            };
+            let plain = format!("{} [{}]{count} ", severity_plain(sev), f.rule);
+            let first = format!(
+                "{} {}{count} ",
+                severity_word(st, sev),
+                st.bold(&format!("[{}]", f.rule))
+            );
+            push(&mut out, lay, &plain, &first, 2, &f.title);
+            let shown = if d.all || d.verbose || n <= GROUP_SHOWN + 1 {
+                n
+            } else {
+                GROUP_SHOWN
+            };
+            let one_fix = same.iter().all(|g| g.fix == f.fix);
+            for g in &same[..shown] {
+                one_finding(&mut out, g, lay, st, !one_fix, snap);
+            }
+            if shown < n {
+                out.push_str(&format!(
+                    "  … {} more of this rule (first {shown} shown; --all for the rest)\n",
+                    n - shown
+                ));
+            }
+            if one_fix {
+                fix_lines(&mut out, f, lay, st, snap);
+            }
+            out.push('\n');
+            i += n;
+        }
+    }
+    // Probe problems, except those a finding already shows (a corrupt file appears once).
+    let told = |p: &str| {
+        findings.iter().any(|f| {
+            f.message.contains(p)
+                || f.subject.as_deref().is_some_and(|s| s.contains(p))
+                || f.evidence
+                    .iter()
+                    .any(|e| e.path.contains(p) || e.value.as_str().is_some_and(|v| v.contains(p)))
+        })
+    };
+    let problems: Vec<_> = snap
+        .probe_errors
+        .iter()
+        .filter(|p| p.path.as_deref().is_none_or(|path| !told(path)))
+        .collect();
+    if !problems.is_empty() {
+        out.push_str(&st.bold(&format!(
+            "Probe problems ({}): facts that could not be read",
+            problems.len()
+        )));
+        out.push('\n');
+        let limit = if d.all || d.verbose { usize::MAX } else { 10 };
+        for p in problems.iter().take(limit) {
+            let text = match &p.path {
+                Some(path) => format!("{}: {}", lay.path(path), p.message),
+                None => p.message.clone(),
+            };
+            let mark = if crate::probe::is_incomplete(p) {
+                "✗"
+            } else {
+                "!"
+            };
+            push(
+                &mut out,
+                lay,
+                &format!("  {mark} {}: ", p.probe),
+                &format!("  {mark} {}: ", p.probe),
+                4,
+                &text,
+            );
+        }
+        if problems.len() > limit {
+            out.push_str(&format!(
+                "  … {} more (--all shows them)\n",
+                problems.len() - limit
+            ));
+        }
+        out.push('\n');
+    }
+    let line = summary.line(snap);
+    let styled = |s: &str| match summary.word() {
+        "OK" => st.good(s),
+        _ => st.error(s),
+    };
+    for l in lay.wrap("", "  ", &line) {
+        out.push_str(&styled(&l));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_fact_labels_break_between_levels() {
+        let l = "pythons[~/envs/e0/bin/python].unmet_requirements[charset-normalizer].installed";
+        assert_eq!(
+            label_lines(l, 74),
+            [
+                "pythons[~/envs/e0/bin/python].unmet_requirements[charset-normalizer].",
+                "installed"
+            ]
+        );
+        assert_eq!(label_lines("gpus[0].name", 74), ["gpus[0].name"]);
+    }
+}

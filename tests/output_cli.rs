@@ -1,0 +1,325 @@
+//! `check` at the command line: bad input exits 2 naming the argument, an incomplete run (a probe
+//! that timed out) says so and exits 2 unless `--allow-incomplete`, and a run in a real terminal
+//! (tmux, 80 columns) has no line longer than 80.
+
+mod fake_nvml;
+
+use assert_cmd::Command;
+use std::time::Duration;
+
+fn envdoctor(args: &[&str]) -> (i32, String, String) {
+    let out = Command::cargo_bin("envdoctor")
+        .unwrap()
+        .args(args)
+        .env("NO_COLOR", "1")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_bad_input_exits_2_naming_the_argument() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let unreadable = dir.path().join("secret.pt");
+    std::fs::write(&unreadable, b"x").unwrap();
+    let fifo = dir.path().join("fifo.pt");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let fifo = fifo.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--checkpoint", "/nonexistent/x.pt"],
+            "--checkpoint /nonexistent/x.pt",
+        ),
+        (vec!["--checkpoint", fifo], "--checkpoint"),
+        (vec!["--project", "/nonexistent"], "--project /nonexistent"),
+        (
+            vec!["--project", unreadable.to_str().unwrap()],
+            "not a directory",
+        ),
+        (vec!["--pid", "999999999"], "--pid 999999999"),
+        (vec!["--rules", "/nonexistent/rules"], "/nonexistent/rules"),
+        (
+            vec!["--param", "gpu-memory-held-by-other-process.threshold=abc"],
+            "--param gpu-memory-held-by-other-process.threshold=abc",
+        ),
+        (
+            vec!["--from", "/nonexistent/snap.json"],
+            "/nonexistent/snap.json",
+        ),
+    ];
+    for (extra, named) in cases {
+        let mut args = vec!["check", "--no-load"];
+        if extra[0] != "--project" {
+            args.extend(["--project", d]);
+        }
+        args.extend(extra.iter().copied());
+        let (code, stdout, stderr) = envdoctor(&args);
+        assert_eq!(code, 2, "{extra:?}: {stderr}");
+        assert!(stderr.contains(named), "{extra:?} must be named: {stderr}");
+        assert!(stdout.is_empty(), "{extra:?}: {stdout}");
+    }
+    // A number is a number; a well-typed value is accepted.
+    let (code, _, stderr) = envdoctor(&[
+        "check",
+        "--no-load",
+        "--project",
+        d,
+        "--param",
+        "gpu-memory-held-by-other-process.threshold=50",
+    ]);
+    assert_ne!(code, 2, "{stderr}");
+    // --pid of a process that exists is accepted.
+    let me = std::process::id().to_string();
+    let (code, _, stderr) = envdoctor(&["check", "--no-load", "--project", d, "--pid", &me]);
+    assert_ne!(code, 2, "{stderr}");
+    // `report` is a document in Markdown or JSON, not a CI format.
+    let (code, _, stderr) = envdoctor(&["report", "--no-load", "--format", "sarif"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--format"), "{stderr}");
+}
+
+#[test]
+fn a_probe_that_timed_out_makes_the_run_incomplete_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = fake_nvml::library();
+    let run = |extra: &[&str], format: &str| {
+        let out = Command::cargo_bin("envdoctor")
+            .unwrap()
+            .args(["check", "--deadline", "1", "--format", format])
+            .arg("--project")
+            .arg(dir.path())
+            .arg("--nvml-lib")
+            .arg(&lib)
+            .args(extra)
+            // nvmlInit_v2 never returns: a wedged driver.
+            .env("FAKE_NVML_SCENARIO", "hang")
+            .env("NO_COLOR", "1")
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, text) = run(&[], "text");
+    assert_eq!(code, 2, "{text}");
+    let err = Command::cargo_bin("envdoctor")
+        .unwrap()
+        .args(["check", "--deadline", "1", "--nvml-lib"])
+        .arg(&lib)
+        .env("FAKE_NVML_SCENARIO", "hang")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap()
+        .stderr;
+    let err = String::from_utf8_lossy(&err);
+    assert!(
+        err.contains("envdoctor: incomplete: gpu: NVML timed out"),
+        "{err}"
+    );
+    let last = text.lines().last().unwrap_or_default();
+    assert!(last.starts_with("INCOMPLETE: "), "{text}");
+    assert!(text.contains("probe problem"), "{text}");
+    assert!(text.contains("✗ gpu: NVML timed out"), "{text}");
+    let (code, md) = run(&[], "markdown");
+    assert_eq!(code, 2);
+    assert!(md.starts_with("## envdoctor check: ⚠️ incomplete:"), "{md}");
+    let (code, json) = run(&[], "json");
+    assert_eq!(code, 2);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["summary"]["incomplete"], true);
+    assert!(v["verdict"].as_str().unwrap().starts_with("INCOMPLETE"));
+    let (code, text) = run(&["--allow-incomplete"], "text");
+    assert!(code == 0 || code == 1, "{code}: {text}");
+    assert!(text.lines().last().unwrap().starts_with("INCOMPLETE: "));
+}
+
+#[test]
+fn in_an_80_column_tmux_no_line_is_longer_than_80() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("ENVDOCTOR_REQUIRE_PYPI").is_none(),
+            "CI installs tmux (.ci/run)"
+        );
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("done");
+    let sock = dir.path().join("tmux.sock");
+    let exe = assert_cmd::cargo::cargo_bin("envdoctor");
+    // A project whose paths are long, and a fixture checkpoint under it.
+    let proj = dir.path().join("a-project-with-a-long-name/runs");
+    std::fs::create_dir_all(&proj).unwrap();
+    for f in ["torch_custom_object.pt", "torch_legacy_9.pt"] {
+        std::fs::copy(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/checkpoints")
+                .join(f),
+            proj.join(f),
+        )
+        .unwrap();
+    }
+    let script = format!(
+        "cd '{}' && '{}' check --no-load --verbose; touch '{}'; sleep 30",
+        proj.display(),
+        exe.display(),
+        out.display()
+    );
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&sock)
+            .args(args)
+            .env_remove("TMUX")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let started = tmux(&["new-session", "-d", "-x", "80", "-y", "200", &script]);
+    assert!(started.status.success(), "{started:?}");
+    let t0 = std::time::Instant::now();
+    while !out.exists() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // -J joins lines the terminal wrapped: a line longer than 80 shows as one long line.
+    let pane = tmux(&["capture-pane", "-p", "-J", "-S", "-200"]);
+    let _ = tmux(&["kill-server"]);
+    let text = String::from_utf8_lossy(&pane.stdout).into_owned();
+    assert!(out.exists(), "envdoctor did not finish in tmux: {text}");
+    assert!(text.contains("Summary"), "{text}");
+    assert!(text.contains("Checkpoints  2 found"), "{text}");
+    for l in text.lines() {
+        assert!(
+            l.trim_end().chars().count() <= 80,
+            "longer than 80: {l:?}\n{text}"
+        );
+    }
+}
+
+#[test]
+fn compare_fits_100_columns() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/snapshots/compare");
+    for args in [
+        vec!["a.json", "b.json"],
+        vec!["a.json", "b.json", "--all"],
+        vec![
+            "fleet-1.json",
+            "fleet-2.json",
+            "fleet-3.json",
+            "a.json",
+            "b.json",
+            "--all",
+        ],
+    ] {
+        let out = Command::cargo_bin("envdoctor")
+            .unwrap()
+            .current_dir(&dir)
+            .env("NO_COLOR", "1")
+            .arg("compare")
+            .args(&args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.lines().count() > 5, "{text}");
+        for l in text.lines() {
+            assert!(
+                l.chars().count() <= 100,
+                "{args:?}: {} columns: {l}",
+                l.chars().count()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_slow_probe_is_named_on_the_terminal_and_cleared() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("ENVDOCTOR_REQUIRE_PYPI").is_none(),
+            "CI installs tmux"
+        );
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let done = dir.path().join("done");
+    let sock = dir.path().join("tmux.sock");
+    let exe = assert_cmd::cargo::cargo_bin("envdoctor");
+    let lib = fake_nvml::library();
+    // NVML hangs (a wedged driver); stdout goes to a file so the pane shows stderr alone.
+    let script = format!(
+        "cd '{d}' && FAKE_NVML_SCENARIO=hang '{exe}' check --deadline 4 --nvml-lib '{lib}' \
+         > '{d}/out.txt'; touch '{done}'; sleep 30",
+        d = dir.path().display(),
+        exe = exe.display(),
+        lib = lib.display(),
+        done = done.display()
+    );
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&sock)
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .unwrap()
+    };
+    assert!(
+        tmux(&["new-session", "-d", "-x", "80", "-y", "20", &script])
+            .status
+            .success()
+    );
+    let t0 = std::time::Instant::now();
+    let mut seen = String::new();
+    while !done.exists() && t0.elapsed() < Duration::from_secs(60) {
+        let pane = tmux(&["capture-pane", "-p"]);
+        let text = String::from_utf8_lossy(&pane.stdout).into_owned();
+        if text.contains("waiting for") {
+            seen = text;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let after = String::from_utf8_lossy(&tmux(&["capture-pane", "-p"]).stdout).into_owned();
+    let _ = tmux(&["kill-server"]);
+    assert!(done.exists(), "envdoctor did not finish: {after}");
+    assert!(
+        seen.contains("waiting for NVML ("),
+        "never named NVML: {seen:?}"
+    );
+    assert!(seen.contains(" s of 4)"), "{seen}");
+    assert!(
+        !after.contains("waiting for"),
+        "the progress line was not cleared: {after}"
+    );
+    // Piped stderr (as here) never gets it.
+    let out = Command::cargo_bin("envdoctor")
+        .unwrap()
+        .args(["check", "--deadline", "2", "--nvml-lib"])
+        .arg(&lib)
+        .env("FAKE_NVML_SCENARIO", "hang")
+        .current_dir(dir.path())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("waiting for"));
+}
