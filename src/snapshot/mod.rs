@@ -229,8 +229,28 @@ impl Snapshot {
                 "schema_version 0 is not a valid snapshot",
             ));
         }
-        serde_json::from_value(value)
-            .map_err(|e| crate::Error::input(what, format!("not a valid snapshot: {e}")))
+        let mut snap: Snapshot = serde_json::from_value(value)
+            .map_err(|e| crate::Error::input(what, format!("not a valid snapshot: {e}")))?;
+        snap.derive_missing();
+        Ok(snap)
+    }
+
+    /// Fill the derived facts a snapshot from an older envdoctor (or written by hand) lacks, so
+    /// rules that read them judge it as they judge a fresh one: each package's `family`, and,
+    /// when no interpreter has roles, the roles and IDE drift.
+    fn derive_missing(&mut self) {
+        use crate::probe::python::derived;
+        for py in &mut self.pythons {
+            for p in &mut py.packages {
+                if p.family.is_none() {
+                    p.family = derived::family(&p.name).map(str::to_string);
+                }
+            }
+        }
+        if self.pythons.iter().all(|p| p.roles.is_empty()) {
+            derived::assign_roles(&mut self.pythons);
+            derived::ide_drift(&mut self.pythons);
+        }
     }
 }
 
