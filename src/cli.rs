@@ -594,18 +594,23 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
                 verbose: global.verbose,
                 all: args.all,
             };
-            let full = crate::report::text::render(&found, &summary, &snap, &st, &lay, detail);
-            // The verdict is the last line.
-            let (body, verdict) = full
-                .trim_end_matches('\n')
-                .rsplit_once('\n')
-                .unwrap_or(("", full.trim_end_matches('\n')));
+            let verdict = crate::report::text::verdict(&summary, &snap, &st, &lay);
             if global.quiet {
-                format!("{verdict}\n")
-            } else if global.verbose {
-                format!("{body}\n{}{verdict}\n", looked_at(&rules, &snap, &st))
+                verdict
             } else {
-                full
+                let full = crate::report::text::render(&found, &summary, &snap, &st, &lay, detail);
+                if global.verbose {
+                    let body = full.strip_suffix(&verdict).unwrap_or(&full);
+                    let facts = crate::report::text::looked_at(
+                        &rules.looked_at(&snap),
+                        rules.rules().len(),
+                        &st,
+                        &lay,
+                    );
+                    format!("{body}{facts}{verdict}")
+                } else {
+                    full
+                }
             }
         }
     };
@@ -634,34 +639,6 @@ fn sarif_base(args: &CheckArgs) -> Option<PathBuf> {
         None => std::env::current_dir().ok()?,
     };
     std::path::absolute(dir).ok()
-}
-
-/// `check -v`: every rule, each subject, the facts it read.
-fn looked_at(rules: &RuleSet, snap: &crate::Snapshot, st: &Style) -> String {
-    let all = rules.looked_at(snap);
-    let mut s = st.bold(&format!("Facts looked at ({} rules)", rules.rules().len()));
-    s.push('\n');
-    for (rule, subject, facts) in all {
-        s.push_str(&format!("  {}", st.bold(&rule.id)));
-        if let Some(subject) = subject {
-            s.push_str(&format!(" {} {subject}", st.dim("for")));
-        }
-        s.push('\n');
-        for f in facts {
-            let v = if f.value.is_null() {
-                "(absent)".to_string()
-            } else {
-                let v = crate::rules::template::display_value(&f.value);
-                match v.char_indices().nth(120) {
-                    Some((i, _)) => format!("{}…", &v[..i]),
-                    None => v,
-                }
-            };
-            s.push_str(&format!("    {} = {v}\n", f.path));
-        }
-    }
-    s.push('\n');
-    s
 }
 
 fn load_for_files(paths: &[PathBuf], extra: &[PathBuf]) -> Result<RuleSet, Error> {

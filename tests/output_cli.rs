@@ -191,14 +191,30 @@ fn in_an_80_column_tmux_no_line_is_longer_than_80() {
             .output()
             .unwrap()
     };
-    let started = tmux(&["new-session", "-d", "-x", "80", "-y", "200", &script]);
+    // -v prints every fact each rule read: thousands of lines, so keep them all in history.
+    let started = tmux(&[
+        "start-server",
+        ";",
+        "set-option",
+        "-g",
+        "history-limit",
+        "100000",
+        ";",
+        "new-session",
+        "-d",
+        "-x",
+        "80",
+        "-y",
+        "200",
+        &script,
+    ]);
     assert!(started.status.success(), "{started:?}");
     let t0 = std::time::Instant::now();
     while !out.exists() && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(100));
     }
     // -J joins lines the terminal wrapped: a line longer than 80 shows as one long line.
-    let pane = tmux(&["capture-pane", "-p", "-J", "-S", "-200"]);
+    let pane = tmux(&["capture-pane", "-p", "-J", "-S", "-"]);
     let _ = tmux(&["kill-server"]);
     let text = String::from_utf8_lossy(&pane.stdout).into_owned();
     assert!(out.exists(), "envdoctor did not finish in tmux: {text}");

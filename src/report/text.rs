@@ -115,6 +115,50 @@ pub fn summary_block(
     out
 }
 
+/// `check -v`'s section: every rule, each subject, the facts it read (values cut at 120
+/// characters), wrapped like the findings: a long fact path breaks after a `].`.
+pub fn looked_at(
+    all: &[(
+        &crate::rules::Rule,
+        Option<String>,
+        Vec<crate::rules::eval::Evidence>,
+    )],
+    rules: usize,
+    st: &Style,
+    lay: &Layout,
+) -> String {
+    let mut s = st.bold(&format!("Facts looked at ({rules} rules)"));
+    s.push('\n');
+    let room = lay
+        .width
+        .map_or(usize::MAX, |w| w.saturating_sub(6).max(20));
+    for (rule, subject, facts) in all {
+        let head = match subject {
+            Some(subject) => format!("{} for {}", rule.id, lay.paths_in(subject)),
+            None => rule.id.clone(),
+        };
+        for l in lay.wrap("  ", "    ", &head) {
+            s.push_str(&l);
+            s.push('\n');
+        }
+        for f in facts {
+            let v = if f.value.is_null() {
+                "(absent)".to_string()
+            } else {
+                elide_middle(&display_value(&f.value), 120)
+            };
+            let label = lay.paths_in(&f.path);
+            let text = format!("{} = {v}", label_lines(&label, room).join(" "));
+            for l in lay.wrap("    ", "      ", &text) {
+                s.push_str(&l);
+                s.push('\n');
+            }
+        }
+    }
+    s.push('\n');
+    s
+}
+
 /// `label` cut after `].` so that each piece fits `room` columns (a piece with no such place
 /// stays whole).
 fn label_lines(label: &str, room: usize) -> Vec<String> {
@@ -334,11 +378,19 @@ pub fn render(
         }
         out.push('\n');
     }
+    out.push_str(&verdict(summary, snap, st, lay));
+    out
+}
+
+/// The verdict line, wrapped (its continuation indented), styled by outcome: the last thing
+/// [`render`] prints and all that `check -q` prints.
+pub fn verdict(summary: &Summary, snap: &Snapshot, st: &Style, lay: &Layout) -> String {
     let line = summary.line(snap);
     let styled = |s: &str| match summary.word() {
         "OK" => st.good(s),
         _ => st.error(s),
     };
+    let mut out = String::new();
     for l in lay.wrap("", "  ", &line) {
         out.push_str(&styled(&l));
         out.push('\n');
