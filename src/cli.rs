@@ -133,6 +133,9 @@ pub struct ProbeArgs {
     /// Inspect a running training process: which CUDA libraries it really loaded (repeatable).
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
+    /// Print where the time went (each probe, each stage) to stderr.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// `envdoctor check`.
@@ -319,8 +322,13 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
 }
 
 fn snapshot(args: SnapshotArgs) -> Result<i32, Error> {
+    let start = std::time::Instant::now();
+    if args.probe.timings {
+        crate::timings::enable();
+    }
     let opts = args.probe.to_options()?;
     let snap = probe::collect(opts);
+    let written = std::time::Instant::now();
     // Streamed, not built as one string: a machine with many environments makes a snapshot of
     // a hundred megabytes.
     match &args.output {
@@ -339,6 +347,10 @@ fn snapshot(args: SnapshotArgs) -> Result<i32, Error> {
             }
         }
     }
+    if args.probe.timings {
+        crate::timings::record("render (write JSON)", written.elapsed());
+        eprint!("{}", crate::timings::report(start));
+    }
     Ok(0)
 }
 
@@ -347,18 +359,25 @@ fn out(text: &str) -> Result<(), Error> {
 }
 
 fn check(args: CheckArgs) -> Result<i32, Error> {
+    let start = std::time::Instant::now();
+    if args.probe.timings {
+        crate::timings::enable();
+    }
+    let t = std::time::Instant::now();
     let mut rules = RuleSet::shipped_with(&args.rules)?;
     rules.set_params(&args.params)?;
+    crate::timings::record("rules compile", t.elapsed());
     let snap = match &args.from {
-        Some(path) => {
+        Some(path) => crate::timings::span("read snapshot", || {
             let shown = path.display().to_string();
             let text = std::fs::read_to_string(path)
                 .map_err(|e| Error::input(&shown, format!("cannot read snapshot: {e}")))?;
-            crate::Snapshot::from_json(&text, &shown)?
-        }
+            crate::Snapshot::from_json(&text, &shown)
+        })?,
         None => probe::collect(args.probe.to_options()?),
     };
-    let found = rules.check(&snap);
+    let found = crate::timings::span("rules evaluate", || rules.check(&snap));
+    let t = std::time::Instant::now();
     let summary = Summary::of(&found, &snap, args.fail_on);
     let text = match args.format {
         CheckFormat::Json => findings::json(&found, &summary, &snap),
@@ -385,6 +404,12 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
         ),
     };
     out(&text)?;
+    if args.probe.timings {
+        crate::timings::record("render", t.elapsed());
+        eprint!("{}", crate::timings::report(start));
+    }
+    // The process exits next: freeing a large snapshot piece by piece is time for nothing.
+    std::mem::forget(snap);
     Ok(if summary.failed { 1 } else { 0 })
 }
 

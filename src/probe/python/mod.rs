@@ -43,7 +43,12 @@ pub fn probe(ctx: &Context) -> Apply {
         requires::DEFAULT_MACHINE
     };
     for py in &mut pythons {
-        py.unmet_requirements = requires::unmet(py, machine);
+        let (kept, omitted) = requires::bounded(
+            requires::unmet(py, machine),
+            crate::snapshot::python::UNMET_REQUIREMENTS_KEPT,
+        );
+        py.unmet_requirements = kept;
+        py.unmet_requirements_omitted = omitted;
     }
     Box::new(move |snap| {
         snap.pythons.extend(pythons);
