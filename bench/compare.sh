@@ -90,3 +90,10 @@ if command -v jq >/dev/null; then
 fi
 echo
 echo "targets: pair < 100 ms (wall/CPU ms: $ED), fleet < 5000 ms ($FL)"
+NR=$(measure $PIN "$BIN" compare "$A" "$B" --format json --no-rules)
+echo "pair without rules (--no-rules): $NR (wall CPU ms)"
+echo "where check --from spends its time on one side of the pair (--timings):"
+{ "$BIN" check --from "$A" --format json --timings 2>&1 >/dev/null || true; } | sed 's/^/  /'
+read -r ew _ <<<"$ED"
+read -r pw _ <<<"$PYL"
+awk -v e="$ew" -v p="$pw" 'BEGIN { printf "ratio python json.load of both / envdoctor compare with rules (pair): %.2fx (%d ms vs %d ms)\n", p / e, e, p }'

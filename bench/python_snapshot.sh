@@ -178,3 +178,9 @@ if [[ -z ${SMALL_ONLY:-} ]]; then
   printf '%-44s %8d MiB\n' "snapshot JSON size" "$((bytes / 1024 / 1024))"
   printf '%-44s %8.3f s\n' "floor: find + cat every METADATA" "$t_bigfloor"
 fi
+echo
+echo "where the time goes (envdoctor snapshot --timings, ${SMALL_N} x ${SMALL_M}, one run):"
+$PIN env -i PATH="$(venv_path "$SMALL_N")" HOME=/nonexistent "$BIN" snapshot --root "$small" \
+  --deadline 600 --timings 2>&1 >/dev/null | sed 's/^/  /'
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'ratio pip list / envdoctor snapshot (%d x %d): %.1fx\n' "$SMALL_N" "$SMALL_M" "$(echo "$t_pip / $t_env" | bc -l)"

@@ -201,6 +201,9 @@ pub struct ProbeArgs {
     /// Inspect a running training process: which CUDA libraries it really loaded (repeatable).
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
+    /// Print where the time went (each probe, each stage) to stderr.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// `envdoctor check`.
@@ -482,9 +485,14 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
 }
 
 fn snapshot(args: SnapshotArgs) -> Result<i32, Error> {
+    let start = std::time::Instant::now();
+    if args.probe.timings {
+        crate::timings::enable();
+    }
     let mut opts = args.probe.to_options()?;
     opts.progress = crate::report::progress::wanted();
     let snap = probe::collect(opts);
+    let written = std::time::Instant::now();
     // Streamed, not built as one string: a machine with many environments makes a snapshot of
     // a hundred megabytes.
     match &args.output {
@@ -502,6 +510,10 @@ fn snapshot(args: SnapshotArgs) -> Result<i32, Error> {
                 other => other.map_err(|e| Error::other(format!("cannot write to stdout: {e}")))?,
             }
         }
+    }
+    if args.probe.timings {
+        crate::timings::record("render (write JSON)", written.elapsed());
+        eprint!("{}", crate::timings::report(start));
     }
     Ok(0)
 }
@@ -522,6 +534,11 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
             "report writes Markdown (the default) or json",
         ));
     }
+    let start = std::time::Instant::now();
+    if args.probe.timings {
+        crate::timings::enable();
+    }
+    let t = std::time::Instant::now();
     let cwd = std::env::current_dir().ok();
     let config_dir = match &args.probe.project {
         Some(p) if args.probe.root == Path::new("/") && args.from.is_none() => Some(p.clone()),
@@ -534,14 +551,15 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
     )?;
     let mut rules = RuleSet::shipped_with(&config.rule_dirs())?;
     config.apply(&mut rules)?;
+    crate::timings::record("rules compile", t.elapsed());
     let mut project = None;
     let snap = match &args.from {
-        Some(path) => {
+        Some(path) => crate::timings::span("read snapshot", || {
             let shown = path.display().to_string();
             let text = std::fs::read_to_string(path)
                 .map_err(|e| Error::input(&shown, format!("cannot read snapshot: {e}")))?;
-            crate::Snapshot::from_json(&text, &shown)?
-        }
+            crate::Snapshot::from_json(&text, &shown)
+        })?,
         None => {
             let mut opts = args.probe.to_options()?;
             args.probe.check_named(&opts)?;
@@ -565,7 +583,8 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
             Expectation::Profiler => snap.expect.given(false, true, "--expect profiler"),
         }
     }
-    let found = config.filter(rules.check(&snap));
+    let found = crate::timings::span("rules evaluate", || config.filter(rules.check(&snap)));
+    let t = std::time::Instant::now();
     let summary = Summary::of(&found, &snap, config.fail_on.value);
     let text = match (report, args.format) {
         (true, CheckFormat::Json) => crate::report::envreport::json(&found, &summary, &snap),
@@ -615,17 +634,24 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
         }
     };
     out(&text)?;
+    if args.probe.timings {
+        crate::timings::record("render", t.elapsed());
+        eprint!("{}", crate::timings::report(start));
+    }
     if summary.incomplete && !args.allow_incomplete && !report {
         // Exit 2 says why on stderr too, as every other exit 2 does (a plugin reads it there).
         if let Some(p) = snap.probe_errors.iter().find(|p| probe::is_incomplete(p)) {
             eprintln!("envdoctor: incomplete: {}: {}", p.probe, p.message);
         }
     }
-    Ok(if report {
+    let code = if report {
         0
     } else {
         summary.exit_code(args.allow_incomplete)
-    })
+    };
+    // The process exits next: freeing a large snapshot piece by piece is time for nothing.
+    std::mem::forget(snap);
+    Ok(code)
 }
 
 /// The project directory SARIF locations are relative to: only when probing this machine (a

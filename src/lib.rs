@@ -23,6 +23,7 @@ pub mod rules;
 pub mod schema;
 pub mod snapshot;
 pub mod time;
+pub mod timings;
 pub mod version;
 
 pub use error::Error;

@@ -166,14 +166,42 @@ pub fn collect_with(probes: Vec<Probe>, opts: Options) -> Snapshot {
         if batch.is_empty() {
             continue;
         }
-        let earlier = Arc::new(snap.clone());
-        run_stage(&batch, &opts, &earlier, &mut snap);
+        let started = Instant::now();
+        // The facts so far are lent to the probes, not copied (a machine with hundreds of venvs
+        // makes a snapshot of hundreds of megabytes); results are applied once they are back.
+        let earlier = Arc::new(std::mem::take(&mut snap));
+        let (applies, errors) = run_stage(&batch, &opts, &earlier);
+        // A probe abandoned at its deadline may still hold the facts: copy them then.
+        snap = Arc::try_unwrap(earlier).unwrap_or_else(|shared| (*shared).clone());
+        for (name, apply) in applies {
+            let applied =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply(&mut snap)));
+            if let Err(payload) = applied {
+                snap.probe_errors.push(ProbeError::new(
+                    name,
+                    format!(
+                        "the probe failed unexpectedly (a bug in envdoctor): {}",
+                        panic_message(&payload)
+                    ),
+                ));
+            }
+        }
+        snap.probe_errors.extend(errors);
+        crate::timings::record(format!("probes stage {stage}"), started.elapsed());
     }
-    snap.normalize();
+    crate::timings::span("snapshot normalize", || snap.normalize());
     snap
 }
 
-fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, snap: &mut Snapshot) {
+/// Run one stage's probes; returns their results (to apply in the order they answered) and the
+/// errors of those that failed or did not answer.
+fn run_stage(
+    batch: &[&Probe],
+    opts: &Arc<Options>,
+    earlier: &Arc<Snapshot>,
+) -> (Vec<(&'static str, Apply)>, Vec<ProbeError>) {
+    let mut applies = Vec::new();
+    let mut errors = Vec::new();
     let (tx, rx) = mpsc::channel::<(usize, Result<Apply, String>)>();
     let start = Instant::now();
     let deadline = start + opts.deadline;
@@ -184,17 +212,22 @@ fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, sna
             deadline,
         };
         let run = probe.run;
+        let name = probe.name;
         let tx = tx.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("probe-{}", probe.name))
             .spawn(move || {
+                let began = Instant::now();
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx)))
                     .map_err(|payload| panic_message(&payload));
+                // Give the lent facts back before answering, so the runner can take them back.
+                drop(ctx);
+                crate::timings::record(format!("probe {name}"), began.elapsed());
                 // The receiver may be gone when we answered too late; nothing to do then.
                 let _ = tx.send((i, result));
             });
         if let Err(e) = spawned {
-            snap.probe_errors.push(ProbeError::new(
+            errors.push(ProbeError::new(
                 probe.name,
                 format!("could not start the probe thread: {e}"),
             ));
@@ -231,21 +264,11 @@ fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, sna
         match rx.recv_timeout(wait) {
             Ok((i, Ok(apply))) => {
                 answered[i] = true;
-                let applied =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply(&mut *snap)));
-                if let Err(payload) = applied {
-                    snap.probe_errors.push(ProbeError::new(
-                        batch[i].name,
-                        format!(
-                            "the probe failed unexpectedly (a bug in envdoctor): {}",
-                            panic_message(&payload)
-                        ),
-                    ));
-                }
+                applies.push((batch[i].name, apply));
             }
             Ok((i, Err(msg))) => {
                 answered[i] = true;
-                snap.probe_errors.push(ProbeError::new(
+                errors.push(ProbeError::new(
                     batch[i].name,
                     format!("the probe failed unexpectedly (a bug in envdoctor): {msg}"),
                 ));
@@ -259,7 +282,7 @@ fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, sna
     }
     for (i, done) in answered.iter().enumerate() {
         if !done {
-            snap.probe_errors.push(ProbeError::new(
+            errors.push(ProbeError::new(
                 batch[i].name,
                 format!(
                     "did not answer within the {:.1} s deadline (a blocking file or device?); \
@@ -269,6 +292,7 @@ fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, sna
             ));
         }
     }
+    (applies, errors)
 }
 
 /// Whether a probe problem leaves the snapshot incomplete: a probe (or part of one) that failed,

@@ -240,8 +240,20 @@ impl RuleSet {
     /// Evaluate every rule on a snapshot. Findings are sorted: most severe first, then by rule
     /// id and subject.
     pub fn check(&self, snap: &Snapshot) -> Vec<Finding> {
-        let root = serde_json::to_value(snap).unwrap_or(Value::Null);
-        self.check_value(&root)
+        // A cheaper view than the whole snapshot: package fields no rule names are left out.
+        let mask = unread_package_fields(&self.rules);
+        let root = crate::timings::span("rules: snapshot to JSON view", || {
+            crate::snapshot::python::with_package_fields_skipped(mask, || {
+                serde_json::to_value(snap).unwrap_or(Value::Null)
+            })
+        });
+        let found = crate::timings::span("rules: evaluate", || self.check_value(&root));
+        // Freeing a view of 20,000 packages takes as long as evaluating it: do it off the
+        // caller's path (the CLI usually exits before it is done).
+        let _ = std::thread::Builder::new()
+            .name("drop-rule-view".into())
+            .spawn(move || drop(root));
+        found
     }
 
     /// Evaluate every rule on a snapshot given as JSON (a partial one is fine).
@@ -374,6 +386,31 @@ fn findings_of<'a>(
             references: rule.references.clone(),
         })
         .collect()
+}
+
+/// The mask of [`crate::snapshot::python::SKIPPABLE_PACKAGE_FIELDS`] that no rule can read:
+/// those whose name never follows a `.` as a whole word in any rule's source (conditions,
+/// templates, subjects), so leaving them out of the rules' view cannot change a verdict.
+fn unread_package_fields(rules: &[Rule]) -> u8 {
+    let mut mask = 0u8;
+    for (bit, field) in crate::snapshot::python::SKIPPABLE_PACKAGE_FIELDS
+        .iter()
+        .enumerate()
+    {
+        let named = rules.iter().any(|r| {
+            r.origin.source.match_indices(field).any(|(at, _)| {
+                let src = r.origin.source.as_bytes();
+                let before = at.checked_sub(1).map(|i| src[i]);
+                let after = src.get(at + field.len()).copied();
+                before == Some(b'.')
+                    && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
+            })
+        });
+        if !named {
+            mask |= 1 << bit;
+        }
+    }
+    mask
 }
 
 /// A parameter value from text: an integer, a float, true/false, else the string.
@@ -629,5 +666,79 @@ mod tests {
         assert_eq!(parse_scalar("50"), Value::from(50));
         assert_eq!(parse_scalar("true"), Value::Bool(true));
         assert_eq!(parse_scalar("x"), Value::from("x"));
+    }
+}
+
+#[cfg(test)]
+mod view_tests {
+    use super::*;
+    use crate::snapshot::python::{Package, Python};
+
+    fn snap() -> Snapshot {
+        let pkg = |name: &str, version: &str, requires: &[&str]| Package {
+            name: name.into(),
+            version: version.into(),
+            version_valid: true,
+            location: "/v/lib/python3.11/site-packages".into(),
+            metadata: format!("/v/lib/python3.11/site-packages/{name}-{version}.dist-info"),
+            installer: Some("pip".into()),
+            requires: requires.iter().map(|s| s.to_string()).collect(),
+            requires_python: Some(">=3.9".into()),
+            ..Default::default()
+        };
+        let mut s = Snapshot::empty();
+        s.pythons.push(Python {
+            path: "/v/bin/python".into(),
+            exists: true,
+            version: Some("3.11.7".into()),
+            packages: vec![
+                pkg("numpy", "2.1.3", &[]),
+                pkg("tensorflow", "2.15.0", &["numpy<2.0.0,>=1.23.5"]),
+                pkg("torch", "2.5.1", &["nvidia-cudnn-cu12==9.1.0.70"]),
+            ],
+            ..Default::default()
+        });
+        s
+    }
+
+    #[test]
+    fn the_rules_view_leaves_out_only_package_fields_no_rule_reads() {
+        let shipped = RuleSet::shipped().unwrap_or_else(|e| panic!("{e}"));
+        let mask = unread_package_fields(shipped.rules());
+        // `installer` is read by the pip-check rules; `requires` and `requires_python` are not.
+        assert_eq!(mask, 0b110);
+        let s = snap();
+        let full = serde_json::to_value(&s).unwrap_or(Value::Null);
+        let view = crate::snapshot::python::with_package_fields_skipped(mask, || {
+            serde_json::to_value(&s).unwrap_or(Value::Null)
+        });
+        let p = &view["pythons"][0]["packages"][1];
+        assert!(p.get("requires").is_none() && p.get("requires_python").is_none());
+        assert_eq!(p["installer"], "pip");
+        assert!(full["pythons"][0]["packages"][1].get("requires").is_some());
+        // Out of the view, serialising is whole again.
+        assert_eq!(serde_json::to_value(&s).unwrap_or(Value::Null), full);
+        // Same verdicts on the view as on the whole snapshot.
+        let on_view = shipped.check(&s);
+        let on_full = shipped.check_value(&full);
+        let ids = |f: &[Finding]| -> Vec<(String, Option<String>)> {
+            f.iter()
+                .map(|f| (f.rule.clone(), f.subject.clone()))
+                .collect()
+        };
+        assert_eq!(ids(&on_view), ids(&on_full));
+    }
+
+    #[test]
+    fn a_rule_that_reads_requires_keeps_it_in_the_view() {
+        let yaml = "rules:\n  - id: t\n    title: t\n    severity: error\n    scope: interpreter\n    when:\n      any_in: python.packages\n      as: p\n      where: {fact: p.requires, contains: \"nvidia-cudnn-cu12==9.1.0.70\"}\n    message: \"{{ p.name }}\"\n    fix: f\n";
+        let rules = compile::Compiler::new("t.yaml", yaml)
+            .compile_file(false)
+            .unwrap_or_else(|e| panic!("{}\n{yaml}", format_errors(&e)));
+        let set = RuleSet { rules };
+        assert_eq!(unread_package_fields(set.rules()), 0b101);
+        let found = set.check(&snap());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].message, "torch");
     }
 }

@@ -46,6 +46,8 @@ pub struct Python {
     /// `Requires-Dist` entries of the installed distributions that this interpreter does not
     /// satisfy: a static `pip check` (markers evaluated for this interpreter, requirements that
     /// apply only under an extra skipped), sorted by package then required name.
+    /// At most 256 per interpreter (`UNMET_REQUIREMENTS_KEPT`; version conflicts before missing
+    /// distributions), so a broken environment cannot blow up the snapshot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmet_requirements: Vec<UnmetRequirement>,
     /// Derived: what this interpreter is to the person at the machine (`job`, `shell`, `ide`,
@@ -56,6 +58,17 @@ pub struct Python {
     /// the shell interpreter's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ide_drift: Option<IdeDrift>,
+    /// How many more unmet requirements there were beyond those listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unmet_requirements_omitted: usize,
+}
+
+/// The most unmet requirements a snapshot lists per interpreter (the rest are counted in
+/// `unmet_requirements_omitted`).
+pub const UNMET_REQUIREMENTS_KEPT: usize = 256;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What an interpreter is to the person at the machine (derived from its sources).
@@ -281,13 +294,13 @@ pub struct Package {
     /// The `.dist-info` / `.egg-info` / `.egg-link` it was read from.
     pub metadata: String,
     /// `INSTALLER` (pip, conda, uv, debian, ...), when recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "skip_installer")]
     pub installer: Option<String>,
     /// `Requires-Dist` lines, verbatim (markers included).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "skip_requires")]
     pub requires: Vec<String>,
     /// `Requires-Python`, when given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "skip_requires_python")]
     pub requires_python: Option<String>,
     /// For an editable install: the source directory or URL it points at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -302,6 +315,43 @@ pub struct Package {
 
 fn yes() -> bool {
     true
+}
+
+/// Optional [`Package`] fields that the rule engine's view of a snapshot may leave out when no
+/// rule reads them (bit `1 << i` in the mask of [`with_package_fields_skipped`]).
+pub const SKIPPABLE_PACKAGE_FIELDS: [&str; 3] = ["installer", "requires", "requires_python"];
+
+thread_local! {
+    static SKIP_PACKAGE_FIELDS: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+/// Serialise with the [`SKIPPABLE_PACKAGE_FIELDS`] in `mask` left out of every package, on this
+/// thread (a cheaper JSON view for the rules: 20,000 packages' `requires` are most of a venv).
+pub fn with_package_fields_skipped<T>(mask: u8, f: impl FnOnce() -> T) -> T {
+    struct Reset(u8);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SKIP_PACKAGE_FIELDS.with(|s| s.set(self.0));
+        }
+    }
+    let _reset = Reset(SKIP_PACKAGE_FIELDS.with(|s| s.replace(mask)));
+    f()
+}
+
+fn skipped(bit: u8) -> bool {
+    SKIP_PACKAGE_FIELDS.with(|s| s.get() & (1 << bit) != 0)
+}
+
+fn skip_installer(v: &Option<String>) -> bool {
+    v.is_none() || skipped(0)
+}
+
+fn skip_requires(v: &[String]) -> bool {
+    v.is_empty() || skipped(1)
+}
+
+fn skip_requires_python(v: &Option<String>) -> bool {
+    v.is_none() || skipped(2)
 }
 
 /// A distribution found in more than one place on the import path.

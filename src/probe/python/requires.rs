@@ -70,6 +70,21 @@ pub fn unmet(py: &Python, machine: &str) -> Vec<UnmetRequirement> {
     out
 }
 
+/// Keep at most `keep` of `all` (sorted as [`unmet`] sorts them): version conflicts (the
+/// required distribution is installed, at a version that does not match) before missing ones,
+/// each kind in sorted order; returns the kept list, re-sorted, and how many were left out.
+pub fn bounded(mut all: Vec<UnmetRequirement>, keep: usize) -> (Vec<UnmetRequirement>, usize) {
+    if all.len() <= keep {
+        return (all, 0);
+    }
+    let omitted = all.len() - keep;
+    // A stable sort keeps the (package, required) order within each kind.
+    all.sort_by_key(|u| u.installed.is_none());
+    all.truncate(keep);
+    all.sort_by(|a, b| (&a.package, &a.required).cmp(&(&b.package, &b.required)));
+    (all, omitted)
+}
+
 /// One `Requires-Dist` line of `pkg` against the installed distributions: `Some` when unmet.
 /// Lines that do not parse are not reported (pip skips them too, with a warning).
 fn check(
@@ -177,6 +192,32 @@ mod tests {
         assert_eq!(u[0].requirement, "numpy<2.0.0,>=1.23.5");
         assert_eq!(u[0].version, "2.15.0");
         assert_eq!(u[1].specifier.as_deref(), Some(">=1.11.0, <1.15"));
+    }
+
+    #[test]
+    fn a_flood_of_unmet_requirements_is_bounded_keeping_conflicts_first() {
+        // 300 missing requirements from "aaa" plus one version conflict from "zzz": the conflict
+        // sorts last but must survive the cap; the rest are counted, not listed.
+        let missing: Vec<String> = (0..300).map(|i| format!("missing-{i:03}>=1")).collect();
+        let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
+        let p = py(
+            Some("3.11.7"),
+            vec![
+                pkg("aaa", "1.0", &missing),
+                pkg("numpy", "2.1.3", &[]),
+                pkg("zzz", "1.0", &["numpy<2"]),
+            ],
+        );
+        let all = unmet(&p, DEFAULT_MACHINE);
+        assert_eq!(all.len(), 301);
+        let (kept, omitted) = bounded(all.clone(), 10);
+        assert_eq!((kept.len(), omitted), (10, 291));
+        assert_eq!(kept[9].package, "zzz");
+        assert_eq!(kept[9].installed.as_deref(), Some("2.1.3"));
+        assert_eq!(kept[0].required, "missing-000");
+        assert_eq!(kept[8].required, "missing-008");
+        // Under the cap nothing changes.
+        assert_eq!(bounded(all.clone(), 301), (all, 0));
     }
 
     #[test]

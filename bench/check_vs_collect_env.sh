@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Benchmark: `envdoctor check` (every probe, load probe on) in the newest torch venv with its
+# CUDA wheels, against `python -m torch.utils.collect_env` in the same venv, interleaved in one
+# run (median of RUNS each). Also the load-probe child's peak RSS: its command line is taken
+# from the real run (strace), then re-run alone under /usr/bin/time -v. Not run in CI.
+#
+#   bench/check_vs_collect_env.sh                 # VENV defaults to the cached torch==2.15.0 venv
+#   RUNS=7 VENV=/path/to/venv bench/check_vs_collect_env.sh
+#
+# The venv is the one tests/common/pypi.rs cached_venv(&["torch==2.15.0"]) builds. The last
+# line is the ratio (collect_env median / check median).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-5}
+VENV=${VENV:-$(ls -d "$HOME"/.cache/envdoctor-pypi/venvs/torch--2.15.0-* 2>/dev/null | head -n 1)}
+if [[ -z $VENV || ! -x $VENV/bin/python ]]; then
+  echo "no torch venv (build it with the pypi tests: cached_venv(&[\"torch==2.15.0\"]))" >&2
+  exit 1
+fi
+cargo build --release --quiet --bin envdoctor
+BIN=$PWD/target/release/envdoctor
+PROJ=$(mktemp -d)
+trap 'rm -rf "$PROJ"' EXIT
+# An activated venv, run from an empty project directory.
+export VIRTUAL_ENV=$VENV PATH=$VENV/bin:$PATH
+cd "$PROJ"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)  venv: $VENV"
+ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); echo $(((e - s) / 1000000)); }
+median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
+ms "$BIN" check >/dev/null; ms python -m torch.utils.collect_env >/dev/null # warm-up
+E=() P=() N=()
+for _ in $(seq "$RUNS"); do
+  E+=("$(ms "$BIN" check)")
+  P+=("$(ms python -m torch.utils.collect_env)")
+  N+=("$(ms "$BIN" check --no-load)")
+done
+e=$(median "${E[@]}") p=$(median "${P[@]}") n=$(median "${N[@]}")
+echo "envdoctor check:            ${E[*]} ms (median $e)"
+echo "envdoctor check --no-load:  ${N[*]} ms (median $n)"
+echo "collect_env:                ${P[*]} ms (median $p)"
+echo "where check's time goes (--timings, one run):"
+{ "$BIN" check --timings 2>&1 >/dev/null || true; } | sed "s/^/  /"
+# The load child: its argv from a real run, then alone under /usr/bin/time.
+if command -v strace >/dev/null; then
+  strace -f -v -qq -s 4096 -e trace=execve -o "$PROJ/trace" "$BIN" check >/dev/null 2>&1 || true
+  line=$(grep -m1 '__load-child' "$PROJ/trace" || true)
+  if [[ -n $line ]]; then
+    # strace prints argv as a JSON-like list of quoted strings.
+    mapfile -t argv < <(python3 -c 'import json, sys
+line = sys.argv[1]
+start = line.index("[")
+arr, _ = json.JSONDecoder().raw_decode(line[start:])
+print("\n".join(arr[1:]))' "$line")
+    /usr/bin/time -f '%M' -o "$PROJ/rss" "$BIN" "${argv[@]}" >"$PROJ/child.out" 2>/dev/null || true
+    echo "load child: $(((${#argv[@]} - 1) / 2)) libraries, $(wc -l <"$PROJ/child.out") answers, peak RSS $(($(tail -n1 "$PROJ/rss") / 1024)) MiB"
+  else
+    echo "load child: not started (nothing to load?)"
+  fi
+fi
+/usr/bin/time -f '%M' -o "$PROJ/rss" "$BIN" check >/dev/null 2>&1 || true
+echo "check, peak RSS of the process tree's largest member: $(($(tail -n1 "$PROJ/rss") / 1024)) MiB"
+awk -v p="$p" -v e="$e" 'BEGIN { printf "ratio collect_env/check: %.1fx\n", p / e }'
