@@ -170,6 +170,10 @@ pub fn collect_with(probes: Vec<Probe>, opts: Options) -> Snapshot {
     snap
 }
 
+/// Stack of each probe thread: parsers of hostile files are depth-limited, and this leaves them
+/// room to spare (the default 2 MiB left little for recursive parsers in debug builds).
+pub const PROBE_STACK: usize = 16 * 1024 * 1024;
+
 fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, snap: &mut Snapshot) {
     let (tx, rx) = mpsc::channel::<(usize, Result<Apply, String>)>();
     let start = Instant::now();
@@ -184,6 +188,7 @@ fn run_stage(batch: &[&Probe], opts: &Arc<Options>, earlier: &Arc<Snapshot>, sna
         let tx = tx.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("probe-{}", probe.name))
+            .stack_size(PROBE_STACK)
             .spawn(move || {
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx)))
                     .map_err(|payload| panic_message(&payload));

@@ -43,7 +43,9 @@ pub fn probe(ctx: &Context) -> Apply {
         requires::DEFAULT_MACHINE
     };
     for py in &mut pythons {
-        py.unmet_requirements = requires::unmet(py, machine);
+        let (unmet, problems) = requires::unmet_checked(py, machine);
+        py.unmet_requirements = unmet;
+        errors.extend(problems.into_iter().map(|m| ProbeError::new("python", m)));
     }
     Box::new(move |snap| {
         snap.pythons.extend(pythons);
@@ -75,7 +77,21 @@ pub fn inspect_all(
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(f) = found.get(i) else { break };
             let mut errs = Vec::new();
-            let py = interp::inspect(root, env, f, &mut errs);
+            // A panic in one interpreter's files costs that interpreter only, not its neighbours.
+            let py = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                interp::inspect(root, env, f, &mut errs)
+            }))
+            .unwrap_or_else(|_| {
+                errs.push(ProbeError::new(
+                    "python",
+                    format!(
+                        "inspecting {} failed unexpectedly (a bug in envdoctor); only what \
+                         discovery knew is kept",
+                        f.path.display()
+                    ),
+                ));
+                interp::named(f)
+            });
             done.push((i, py, errs));
         }
         done
@@ -84,7 +100,14 @@ pub fn inspect_all(
         work()
     } else {
         std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
+            let handles: Vec<_> = (0..workers)
+                .filter_map(|_| {
+                    std::thread::Builder::new()
+                        .stack_size(super::PROBE_STACK)
+                        .spawn_scoped(s, work)
+                        .ok()
+                })
+                .collect();
             let mut all = Vec::new();
             for h in handles {
                 match h.join() {
