@@ -166,6 +166,9 @@ pub struct CheckArgs {
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
+    /// Seconds one rule may spend evaluating before it is stopped (and named in probe_errors).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub rule_budget: f64,
 }
 
 /// `envdoctor rules ...`.
@@ -327,19 +330,40 @@ fn out(text: &str) -> Result<(), Error> {
     write_stdout(text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))
 }
 
+/// Time the rules may take beyond the probe deadline (the probes hand over within 0.25 s of it).
+const RULES_GRACE: std::time::Duration = std::time::Duration::from_millis(400);
+
 fn check(args: CheckArgs) -> Result<i32, Error> {
+    let started = std::time::Instant::now();
+    if !(args.rule_budget.is_finite() && args.rule_budget > 0.0 && args.rule_budget <= 3600.0) {
+        return Err(Error::input(
+            "--rule-budget",
+            format!(
+                "{} is not a number of seconds between 0 and 3600",
+                args.rule_budget
+            ),
+        ));
+    }
     let mut rules = RuleSet::shipped_with(&args.rules)?;
     rules.set_params(&args.params)?;
-    let snap = match &args.from {
-        Some(path) => {
-            let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Error::input(&shown, format!("cannot read snapshot: {e}")))?;
-            crate::Snapshot::from_json(&text, &shown)?
-        }
+    let mut snap = match &args.from {
+        Some(path) => crate::Snapshot::read_file(path)?,
         None => probe::collect(args.probe.to_options()?),
     };
-    let found = rules.check(&snap);
+    // Rules get what is left of the deadline, and a little grace, so `check` ends by then.
+    let deadline = std::time::Duration::from_secs_f64(args.probe.deadline.clamp(0.1, 3600.0));
+    let limits = crate::rules::EvalLimits {
+        per_rule: std::time::Duration::from_secs_f64(args.rule_budget),
+        until: Some(
+            (started + deadline + RULES_GRACE).max(std::time::Instant::now() + RULES_GRACE),
+        ),
+    };
+    let (found, stopped) = rules.check_within(&snap, limits);
+    snap.probe_errors.extend(
+        stopped
+            .into_iter()
+            .map(|m| crate::snapshot::ProbeError::new("rules", m)),
+    );
     let summary = Summary::of(&found, &snap, args.fail_on);
     let text = match args.format {
         Format::Json => findings::json(&found, &summary, &snap),
