@@ -8,6 +8,7 @@
 //! abandoned, not joined: the process exits without waiting for it.
 
 pub mod checkpoint;
+pub mod childproc;
 pub mod cuda;
 pub mod env;
 pub mod gpu;
