@@ -159,3 +159,30 @@ fn deeply_nested_vscode_settings_are_refused_with_the_file_named() {
         );
     }
 }
+
+/// Secrets by shape (audit item 9): a URL password with an unescaped `/`, `user:pass@host`
+/// without a scheme and a long random token in allowlisted variables never reach the snapshot.
+#[test]
+fn secrets_are_redacted_by_shape_in_the_snapshot() {
+    let mut m = Machine::new();
+    m.env("HF_ENDPOINT", "https://bob:s3/cr3t@hf.example/api");
+    m.env("MASTER_ADDR", "trainer:hunter2pw@10.0.0.7");
+    m.env("PYTORCH_EXTRA", "--auth aZ9kQ2mX7pL4vN8rT1yB6cD3fG5hJ0wE");
+    m.env("CUDA_VISIBLE_DEVICES", "0,1");
+    let snap = snapshot(m.root(), &m.env, &[]);
+    let text = snap["env"].to_string();
+    for secret in [
+        "s3/cr3t",
+        "cr3t",
+        "hunter2pw",
+        "aZ9kQ2mX7pL4vN8rT1yB6cD3fG5hJ0wE",
+    ] {
+        assert!(!text.contains(secret), "{secret} leaked: {text}");
+    }
+    assert_eq!(
+        snap["env"]["HF_ENDPOINT"],
+        "https://bob:<redacted>@hf.example/api"
+    );
+    assert_eq!(snap["env"]["MASTER_ADDR"], "trainer:<redacted>@10.0.0.7");
+    assert_eq!(snap["env"]["CUDA_VISIBLE_DEVICES"], "0,1");
+}
