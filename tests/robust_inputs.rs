@@ -186,3 +186,71 @@ fn secrets_are_redacted_by_shape_in_the_snapshot() {
     assert_eq!(snap["env"]["MASTER_ADDR"], "trainer:<redacted>@10.0.0.7");
     assert_eq!(snap["env"]["CUDA_VISIBLE_DEVICES"], "0,1");
 }
+
+/// A venv under a directory whose name is not UTF-8 lost its packages (the lossy spelling was
+/// read back as a path).
+#[test]
+fn venv_under_a_non_utf8_path_keeps_its_packages() {
+    use std::os::unix::ffi::OsStrExt;
+    let mut m = Machine::new();
+    m.venv("3.11", "/usr/venv-template", &[]);
+    let raw = std::ffi::OsStr::from_bytes(b"/p\xff/venv");
+    let venv = m.root().join(std::ffi::OsStr::from_bytes(b"p\xff/venv"));
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.11.9\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3.11", venv.join("bin/python")).unwrap();
+    let dist = venv.join("lib/python3.11/site-packages/six-1.16.0.dist-info");
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(
+        dist.join("METADATA"),
+        "Metadata-Version: 2.1\nName: six\nVersion: 1.16.0\n",
+    )
+    .unwrap();
+    // PATH names the venv by its real (non-UTF-8) bytes.
+    let mut cmd = Command::cargo_bin("envdoctor").unwrap();
+    let mut path = raw.as_bytes().to_vec();
+    path.extend_from_slice(b"/bin:/usr/bin:/bin");
+    cmd.env_clear()
+        .env("PATH", std::ffi::OsStr::from_bytes(&path))
+        .args(["snapshot", "--no-load", "--root"])
+        .arg(m.root());
+    let out = cmd.output().unwrap();
+    assert!(out.status.success());
+    let snap: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(packages(&snap, "/p\u{FFFD}/venv"), ["six"]);
+}
+
+/// A FIFO `pyvenv.cfg` made its venv vanish (not a venv, no packages, nothing said): now the
+/// venv stays a venv, keeps its packages, and the FIFO is named.
+#[test]
+fn fifo_pyvenv_cfg_is_a_probe_error_and_the_venv_stays() {
+    let mut m = Machine::new();
+    m.venv("3.11", "/v", &[("six", "1.16.0")]);
+    let cfg = m.path("/v/pyvenv.cfg");
+    std::fs::remove_file(&cfg).unwrap();
+    let st = std::process::Command::new("mkfifo")
+        .arg(&cfg)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    m.env("PATH", "/v/bin:/usr/bin:/bin");
+    let snap = snapshot(m.root(), &m.env, &[]);
+    let py = snap["pythons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == "/v/bin/python")
+        .unwrap();
+    assert_eq!(py["kind"], "venv", "{py:#}");
+    assert_eq!(packages(&snap, "/v"), ["six"]);
+    let errs = errors(&snap);
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("/v/pyvenv.cfg") && e.to_lowercase().contains("fifo")),
+        "{errs:#?}"
+    );
+}
