@@ -323,6 +323,18 @@ fn wheel_version_for(family: &str, version: &str) -> Option<String> {
     Some(parts[..keep].join("."))
 }
 
+/// Whether a wheel's `RECORD` (CSV: `path,hash,size`) lists `rel` (relative to site-packages).
+/// A path with a comma is quoted in RECORD (`"a,b.so",sha256=…,1`).
+pub fn record_lists(record: &str, rel: &str) -> bool {
+    record.lines().any(|l| {
+        let first = match l.strip_prefix('"') {
+            Some(q) => q.split_once("\",").map_or(q, |(p, _)| p),
+            None => l.split(',').next().unwrap_or(""),
+        };
+        first == rel
+    })
+}
+
 /// Largest RECORD read when looking for a library's owning wheel.
 const MAX_RECORD: u64 = 8 * 1024 * 1024;
 
@@ -361,10 +373,7 @@ pub fn static_version(path: &Path, family: &str) -> Option<(String, String)> {
             if f.take(MAX_RECORD).read_to_string(&mut text).is_err() {
                 continue;
             }
-            let listed = text
-                .lines()
-                .any(|l| l.split(',').next() == Some(rel.as_ref()));
-            if !listed {
+            if !record_lists(&text, &rel) {
                 continue;
             }
             let (dist, version) = stem.rsplit_once('-')?;
