@@ -196,3 +196,43 @@ fn snapshot_over_the_input_cap_is_refused_with_the_way_to_raise_it() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// 1,500 Jupyter kernelspecs, each naming its own venv (two shipped IDE rules were quadratic in
+/// the number of interpreters: 8 s at `--deadline 5`): `check` finishes with every interpreter
+/// in the snapshot, and any rule it had to stop is named. The time is recorded by
+/// `bench/adversarial.sh`, not asserted here.
+#[test]
+fn many_kernelspecs_finish_with_every_interpreter_and_stopped_rules_named() {
+    let mut m = machine::Machine::new();
+    m.venv("3.11", "/home/u/envs/base", &[("six", "1.16.0")]);
+    for i in 0..1500 {
+        let venv = format!("/home/u/envs/e{i}");
+        m.write(
+            &format!("{venv}/pyvenv.cfg"),
+            "home = /usr/bin\nversion = 3.11.9\n",
+        );
+        std::fs::create_dir_all(m.path(&format!("{venv}/bin"))).unwrap();
+        std::os::unix::fs::symlink("/usr/bin/python3.11", m.path(&format!("{venv}/bin/python")))
+            .unwrap();
+        m.write(
+            &format!("/home/u/.local/share/jupyter/kernels/k{i}/kernel.json"),
+            &format!(
+                r#"{{"argv": ["{venv}/bin/python", "-m", "ipykernel_launcher", "-f", "{{connection_file}}"], "display_name": "k{i}", "language": "python"}}"#
+            ),
+        );
+    }
+    m.env("HOME", "/home/u");
+    let (code, report) = machine::check_root(m.root(), &m.env, &["--deadline", "5"]);
+    assert!(code == 0 || code == 1, "exit {code}");
+    let pythons = report["snapshot"]["pythons"].as_array().unwrap();
+    assert!(pythons.len() > 1500, "{} interpreters", pythons.len());
+    for e in report["snapshot"]["probe_errors"].as_array().unwrap() {
+        if e["probe"] == "rules" {
+            let msg = e["message"].as_str().unwrap();
+            assert!(
+                msg.starts_with("rule `") && msg.contains("stopped"),
+                "{msg}"
+            );
+        }
+    }
+}
