@@ -255,18 +255,16 @@ fn table_blocks(b: &[u8]) -> Vec<(usize, usize)> {
     let mut blocks = Vec::new();
     let mut s = 0usize;
     let limit = b.len().saturating_sub(48);
-    'outer: while s < limit {
-        for e in s..limit.saturating_sub(4) {
-            if b[e] == 0 {
-                let stored = u32::from_le_bytes([b[e + 1], b[e + 2], b[e + 3], b[e + 4]]);
-                if tf_index::masked_crc32c(&b[s..=e]) == stored {
-                    blocks.push((s, e));
-                    s = e + 5;
-                    continue 'outer;
-                }
-            }
-        }
-        break;
+    while s < limit {
+        let start = s;
+        let end = (start..limit.saturating_sub(4)).find(|&e| {
+            b[e] == 0
+                && tf_index::masked_crc32c(&b[start..=e])
+                    == u32::from_le_bytes([b[e + 1], b[e + 2], b[e + 3], b[e + 4]])
+        });
+        let Some(e) = end else { break };
+        blocks.push((start, e));
+        s = e + 5;
     }
     blocks
 }
@@ -321,10 +319,11 @@ fn files(dirs: &[PathBuf], want: &dyn Fn(&str) -> bool, max: usize, max_len: u64
             let p = e.path();
             if ft.is_dir() && depth < 12 {
                 stack.push((p, depth + 1));
-            } else if ft.is_file() && want(&e.file_name().to_string_lossy()) {
-                if e.metadata().is_ok_and(|m| m.len() <= max_len) {
-                    found.push(p);
-                }
+            } else if ft.is_file()
+                && want(&e.file_name().to_string_lossy())
+                && e.metadata().is_ok_and(|m| m.len() <= max_len)
+            {
+                found.push(p);
             }
         }
     }

@@ -1,25 +1,34 @@
 //! The load probe: `dlopen` each resolved library in a child envdoctor process
-//! (`envdoctor __load-child`) and ask it its version, so that a library that crashes in its
-//! constructor, hangs, or lacks a symbol becomes a [`LoadResult`] instead of taking envdoctor
-//! down.
+//! (`envdoctor __load-child`), so that a library that crashes in its constructor, hangs, or
+//! lacks a symbol becomes a [`LoadResult`] instead of taking envdoctor down.
 //!
 //! - **One child per environment** (per interpreter): glibc reuses an already-loaded object
 //!   with the same SONAME, so two environments' `libcudnn.so.8` must never meet in one process.
 //!   Within one child, libraries are loaded in the order given, `RTLD_NOW | RTLD_LOCAL` (what
 //!   TensorFlow's `dso_loader` and CPython's extension import use), so undefined symbols fail
 //!   at load.
-//! - The child writes one line before each library (`start`) and one after (`done`), each
-//!   prefixed by [`MARK`] so that a library printing to stdout cannot forge them. When the child
-//!   dies by a signal, the library it had started is `crashed` (with the signal's name) and a
-//!   fresh child goes on with the rest; when a library has not finished within its time limit
-//!   (see [`per_library_limit`]) the child is killed, that library is `timeout`, and a fresh
-//!   child goes on. Whatever is left at the probe's deadline is `skipped`.
-//! - Version entry points, by family: `cudaRuntimeGetVersion` and `cuDriverGetVersion`
-//!   (12040 → 12.4), `cudnnGetVersion` (8904 → 8.9.4 up to cuDNN 8, 90100 → 9.1.0 from 9.0),
-//!   `cuptiGetVersion` (the CUPTI API version, mapped to its CUDA release by [`CUPTI_API`]),
-//!   `ncclGetVersion` (2.9+: 22105 → 2.21.5; before: 2408 → 2.4.8), `cublasLtGetVersion`
-//!   (120405 → 12.4.5), `nvrtcVersion` / `nvJitLinkVersion` (major, minor), and
-//!   `<lib>GetProperty` (major, minor, patch) for cuBLAS, cuFFT, cuRAND, cuSOLVER, cuSPARSE.
+//! - **The child regime** ([`crate::probe::childproc`]): its own process group, killed as a
+//!   group when it is done or late (a library that forks leaves no orphan and does not hold the
+//!   probe to its deadline); results on a dedicated fd, read by a bounded line reader; whatever
+//!   the libraries print on stdout/stderr goes to `/dev/null`, so it can neither forge a result
+//!   nor glue itself onto one.
+//! - The child writes a line before each library (`start`), one after `dlopen` succeeded and
+//!   before the version call (`loaded`), one with the result (`done`) and one at the end
+//!   (`bye`), each prefixed by [`MARK`]. When the child dies by a signal (or hangs past its
+//!   limit, see [`per_library_limit`]) **while loading**, that library is `crashed` (`timeout`);
+//!   when it dies or hangs **in the version call**, the library is `loaded` with the version
+//!   unknown and `version_error` saying why: a fact about envdoctor's question, never a finding
+//!   about the library. A fresh child goes on with the rest; whatever is left at the probe's
+//!   deadline is `skipped`.
+//! - **Static versions first** ([`static_version`]): a library listed in the `RECORD` of an
+//!   `nvidia-*` wheel takes that wheel's version and is only loaded, never called into.
+//! - Version entry points otherwise, by family ([`version_entry_point`]), only those safe
+//!   without a driver: `cudaRuntimeGetVersion` and `cuDriverGetVersion` (12040 → 12.4),
+//!   `cudnnGetVersion` (8904 → 8.9.4 up to cuDNN 8, 90100 → 9.1.0 from 9.0), `ncclGetVersion`
+//!   (2.9+: 22105 → 2.21.5; before: 2408 → 2.4.8), `cublasLtGetVersion` (120405 → 12.4.5),
+//!   `nvrtcVersion` / `nvJitLinkVersion` (major, minor), and `<lib>GetProperty` (major, minor,
+//!   patch) for cuBLAS, cuFFT, cuRAND, cuSOLVER, cuSPARSE. `cuptiGetVersion` is never called
+//!   (it crashes without a driver); [`cupti_release`] still maps its API numbers.
 
 use crate::snapshot::libs::LoadResult;
 use serde::{Deserialize, Serialize};
