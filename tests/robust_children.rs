@@ -5,6 +5,7 @@
 
 #[path = "common/cc.rs"]
 mod cc;
+mod fake_nvml;
 #[path = "common/pypi.rs"]
 mod pypi;
 
@@ -265,4 +266,46 @@ fn fresh_torch_venv_check_reports_no_load_crash() {
         .as_str()
         .unwrap()
         .starts_with("13."));
+}
+
+/// The NVML child under the same regime: a driver that forks at init and prints a forged event
+/// on stdout neither loses the GPU facts, nor holds the probe to its deadline, nor leaves its
+/// forked process behind.
+#[test]
+fn a_forking_noisy_nvml_keeps_its_facts_and_leaves_no_orphan() {
+    if !cc::have_cc() {
+        return;
+    }
+    let lib = fake_nvml::library();
+    let t = tempfile::tempdir().unwrap();
+    let pidfile = t.path().join("nvml-fork.pid");
+    let started = Instant::now();
+    let out = assert_cmd::Command::cargo_bin("envdoctor")
+        .unwrap()
+        .args(["snapshot", "--deadline", "20", "--nvml-lib"])
+        .arg(&lib)
+        .env("FAKE_NVML_SCENARIO", "fork-noisy")
+        .env("FAKE_NVML_PIDFILE", &pidfile)
+        .env("FAKE_NVML_OWN_PID", std::process::id().to_string())
+        .env("FAKE_NVML_FOREIGN_PID", "4193999")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(out.status.success());
+    let snap: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(snap["nvml"]["status"], "ok", "{:#}", snap["nvml"]);
+    assert_eq!(snap["gpus"].as_array().unwrap().len(), 2);
+    eprintln!("snapshot with a forking NVML took {took:?} (deadline 20 s)");
+    assert!(took < Duration::from_secs(15), "waited {took:?}");
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    let until = Instant::now() + Duration::from_secs(2);
+    while alive(pid) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !alive(pid),
+        "NVML's forked process {pid} outlived envdoctor"
+    );
 }
