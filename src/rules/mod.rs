@@ -231,8 +231,13 @@ impl RuleSet {
         let mut out = Vec::new();
         let mut stopped = Vec::new();
         let index = eval::Index::default();
+        let mut not_run: Vec<&str> = Vec::new();
         for rule in &self.rules {
             let start = std::time::Instant::now();
+            if limits.until.is_some_and(|u| start >= u) {
+                not_run.push(&rule.id);
+                continue;
+            }
             let mut stop_at = start + limits.per_rule;
             if let Some(until) = limits.until {
                 stop_at = stop_at.min(until);
@@ -258,6 +263,19 @@ impl RuleSet {
                     start.elapsed().as_secs_f64()
                 ));
             }
+        }
+        if !not_run.is_empty() {
+            let shown: Vec<&str> = not_run.iter().take(5).copied().collect();
+            stopped.push(format!(
+                "{} rules were not evaluated: the check deadline came first ({}{})",
+                not_run.len(),
+                shown.join(", "),
+                if not_run.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            ));
         }
         sort_findings(&mut out);
         (out, stopped)
