@@ -114,6 +114,7 @@ fn a_library_that_forks_neither_stalls_the_probe_nor_leaves_an_orphan() {
         started + Duration::from_secs(20),
     );
     let took = started.elapsed();
+    eprintln!("load probe with a forking library took {took:?} (deadline 20 s)");
     assert_eq!(r[0].status, "loaded", "{:?}", r[0]);
     assert_eq!(r[0].version.as_deref(), Some("9.1.0"));
     assert!(took < Duration::from_secs(5), "waited {took:?}");
