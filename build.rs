@@ -4,7 +4,11 @@
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
+    // Read at run time, not `env!` at the build script's compile time: a build script binary
+    // reused from another checkout (a moved or shared target directory) must still read this
+    // checkout's rules.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("rules");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .map(|rd| {

@@ -161,14 +161,56 @@ pub struct CheckArgs {
     #[arg(long = "param", value_name = "RULE.NAME=VALUE")]
     pub params: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
     /// Seconds one rule may spend evaluating before it is stopped (and named in probe_errors).
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub rule_budget: f64,
+    /// Jobs here must use a GPU: a missing GPU library is an error even on a machine without one
+    /// (a CI runner checking a GPU image). Same as `--expect gpu`.
+    #[arg(long, env = "ENVDOCTOR_EXPECT_GPU", value_parser = clap::builder::BoolishValueParser::new())]
+    pub expect_gpu: bool,
+    /// What must work here besides the defaults (comma-separated): `gpu`, `profiler` (a missing
+    /// CUPTI becomes an error; profiler variables such as KINETO_USE_DAEMON imply it).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "WHAT",
+        env = "ENVDOCTOR_EXPECT"
+    )]
+    pub expect: Vec<Expectation>,
+}
+
+/// `--expect` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Expectation {
+    /// GPU jobs (as `--expect-gpu`).
+    Gpu,
+    /// Profiling (CUPTI).
+    Profiler,
+}
+
+/// `check`'s output formats: the shared ones, and those of CI and fleet tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    /// For a person, aligned, coloured on a terminal.
+    Text,
+    /// Machine-readable JSON (findings + snapshot, schema/check.schema.json).
+    Json,
+    /// Markdown, for a pull-request comment or an issue.
+    Markdown,
+    /// SARIF 2.1.0, for code-scanning dashboards.
+    Sarif,
+    /// JUnit XML: one testcase per rule, failures for findings at or above --fail-on.
+    Junit,
+    /// GitHub Actions workflow commands (`::error file=…,title=…::…`).
+    Github,
+    /// Prometheus text format, for node-exporter's textfile collector.
+    Prometheus,
 }
 
 /// `envdoctor rules ...`.
@@ -350,6 +392,17 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
         Some(path) => crate::Snapshot::read_file(path)?,
         None => probe::collect(args.probe.to_options()?),
     };
+    snap.expect.from_env(&snap.env);
+    if args.expect_gpu {
+        snap.expect
+            .given(true, false, "--expect-gpu / ENVDOCTOR_EXPECT_GPU");
+    }
+    for e in &args.expect {
+        match e {
+            Expectation::Gpu => snap.expect.given(true, false, "--expect gpu"),
+            Expectation::Profiler => snap.expect.given(false, true, "--expect profiler"),
+        }
+    }
     // Rules get what is left of the deadline, and a little grace, so `check` ends by then.
     let deadline = std::time::Duration::from_secs_f64(args.probe.deadline.clamp(0.1, 3600.0));
     let limits = crate::rules::EvalLimits {
@@ -366,9 +419,21 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
     );
     let summary = Summary::of(&found, &snap, args.fail_on);
     let text = match args.format {
-        Format::Json => findings::json(&found, &summary, &snap),
-        Format::Markdown => findings::markdown(&found, &summary, &snap),
-        Format::Text => findings::text(
+        CheckFormat::Json => findings::json(&found, &summary, &snap),
+        CheckFormat::Markdown => findings::markdown(&found, &summary, &snap),
+        CheckFormat::Sarif => {
+            crate::report::sarif::render(rules.rules(), &found, &snap, sarif_base(&args).as_deref())
+        }
+        CheckFormat::Junit => crate::report::junit::render(rules.rules(), &found, &summary, &snap),
+        CheckFormat::Github => crate::report::github::render(&found, &summary, &snap),
+        CheckFormat::Prometheus => crate::report::prometheus::render(
+            rules.rules(),
+            &found,
+            &summary,
+            &snap,
+            crate::report::prometheus::now(),
+        ),
+        CheckFormat::Text => findings::text(
             &found,
             &summary,
             &snap,
@@ -379,6 +444,19 @@ fn check(args: CheckArgs) -> Result<i32, Error> {
     };
     out(&text)?;
     Ok(if summary.failed { 1 } else { 0 })
+}
+
+/// The project directory SARIF locations are relative to: only when probing this machine (a
+/// snapshot or a `--root` speaks of another machine's paths).
+fn sarif_base(args: &CheckArgs) -> Option<PathBuf> {
+    if args.from.is_some() || args.probe.root != Path::new("/") {
+        return None;
+    }
+    let dir = match &args.probe.project {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().ok()?,
+    };
+    std::path::absolute(dir).ok()
 }
 
 fn load_for_files(paths: &[PathBuf], extra: &[PathBuf]) -> Result<RuleSet, Error> {

@@ -77,7 +77,8 @@ fn cuda111_ships_cusolver_11_only() {
     assert_eq!(tk["path"], "/usr/local/cuda-11.1");
     assert_eq!(tk["version"], "11.1.1");
     assert_eq!(tk["version_source"], "/usr/local/cuda-11.1/version.json");
-    assert_eq!(strs(&tk["aliases"]), vec!["/usr/local/cuda"]);
+    // /usr/local/cuda links to it, and ld.so.conf.d/cuda.conf names its lib64.
+    assert_eq!(strs(&tk["aliases"]), vec!["/usr/local/cuda", "ld.so.conf"]);
     assert_eq!(tk["cudnn_version"], "8.0.5");
     assert_eq!(tk["has_libdevice"], true);
     assert_eq!(tk["has_ptxas"], true);

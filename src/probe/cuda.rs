@@ -13,6 +13,16 @@
 //! one from the name of the file `libcuda.so.1` leads to (`libcuda.so.580.65.06`) as the loader
 //! finds it without LD_LIBRARY_PATH; both differing is the `Driver/library version mismatch` case.
 //!
+//! Toolkits reachable only through the loader or the shell count too: a directory of
+//! `LD_LIBRARY_PATH` or `ld.so.conf` that is a toolkit's `lib64`/`lib`/`targets/*/lib`/
+//! `extras/CUPTI/lib64` (HPC `module load cuda/11.1`, conda's `cudatoolkit` in `<prefix>/lib`),
+//! and a `PATH` directory that is a toolkit's `bin` with `nvcc`. A toolkit is a directory with
+//! `version.json`/`version.txt`, `bin/nvcc` or `include/cuda_runtime.h`, or a conda prefix with a
+//! CUDA package in `conda-meta` (never `/`, `/usr`, `/usr/local` themselves).
+//!
+//! The inventory (`cuda.inventory`, [`inventory`]): every CUDA-family library file on the
+//! loader's paths, in the toolkits and in `nvidia-*` wheels, with its static version.
+//!
 //! The loader cache: format, entry count, the dirs of `/etc/ld.so.conf`, the libraries in
 //! those dirs (and the trusted dirs) that the cache does not list, and entries whose file is
 //! gone.
@@ -28,10 +38,24 @@ use std::path::{Path, PathBuf};
 
 const PROBE: &str = "cuda";
 
-/// The probe entry point (registered as `cuda`).
+#[path = "cuda_inventory.rs"]
+pub mod inventory;
+
+/// The probe entry point (registered as `cuda`, in stage 2: the inventory reads the
+/// interpreters' `nvidia-*` wheels).
 pub fn probe(ctx: &Context) -> Apply {
     let mut errors = Vec::new();
-    let cuda = collect(ctx.root(), ctx.env(), &mut errors);
+    let mut cuda = collect(ctx.root(), ctx.env(), &mut errors);
+    let (conf_dirs, _) = ldcache::conf_dirs(ctx.root(), Path::new("/etc/ld.so.conf"));
+    cuda.inventory = inventory::collect(
+        ctx.root(),
+        ctx.env(),
+        &cuda.toolkits,
+        &conf_dirs,
+        &super::libs::search::default_dirs(ctx.root()),
+        &ctx.earlier.pythons,
+    );
+    cuda.normalize();
     Box::new(move |snap| {
         snap.cuda = cuda;
         snap.probe_errors.extend(errors);
@@ -52,6 +76,7 @@ pub fn collect(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Cuda {
         cudnn: system_cudnn(root),
         driver: driver(root, &loader, errors),
         ld_cache: ld_cache(root, &loader, errors),
+        inventory: Vec::new(),
     };
     cuda.normalize();
     cuda
@@ -140,6 +165,35 @@ fn toolkits(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Vec<Toolkit
     for (prefix, meta) in conda_toolkits(root, env) {
         named.push((prefix, "conda".into(), Some(meta)));
     }
+    // Toolkits reachable only through the loader or the shell: `module load cuda/11.1` puts
+    // `<toolkit>/lib64` on LD_LIBRARY_PATH and `<toolkit>/bin` on PATH; a conda env with
+    // `cudatoolkit` puts `<prefix>/lib` on LD_LIBRARY_PATH; a toolkit registered with ldconfig
+    // has its library directory in ld.so.conf.
+    let split = |v: Option<String>| -> Vec<PathBuf> {
+        v.unwrap_or_default()
+            .split([':', ';'])
+            .filter(|d| d.starts_with('/'))
+            .map(PathBuf::from)
+            .collect()
+    };
+    for d in split(env.get("LD_LIBRARY_PATH").map(str::to_string)) {
+        if let Some(t) = toolkit_of_lib_dir(root, &d) {
+            named.push((t, "LD_LIBRARY_PATH".into(), None));
+        }
+    }
+    for d in split(env.get("PATH").map(str::to_string)) {
+        if d.file_name().is_some_and(|n| n == "bin") && root.is_file(&d.join("nvcc")) {
+            if let Some(t) = d.parent().filter(|t| looks_like_toolkit(root, t)) {
+                named.push((t.to_path_buf(), "PATH".into(), None));
+            }
+        }
+    }
+    let (conf_dirs, _) = ldcache::conf_dirs(root, Path::new("/etc/ld.so.conf"));
+    for d in conf_dirs {
+        if let Some(t) = toolkit_of_lib_dir(root, &d) {
+            named.push((t, "ld.so.conf".into(), None));
+        }
+    }
 
     let mut out: Vec<Toolkit> = Vec::new();
     for (path, source, conda_meta) in named {
@@ -163,7 +217,9 @@ fn toolkits(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Vec<Toolkit
         };
         let real_s = real.to_string_lossy().into_owned();
         if let Some(t) = out.iter_mut().find(|t| t.path == real_s) {
-            let alias = if source.starts_with('/') || source == "conda" {
+            let alias = if by_dir(&source) {
+                source
+            } else if source.starts_with('/') || source == "conda" {
                 path.to_string_lossy().into_owned()
             } else {
                 source
@@ -174,6 +230,7 @@ fn toolkits(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Vec<Toolkit
             continue;
         }
         let mut t = inspect_toolkit(root, &real);
+        let conda_meta = conda_meta.or_else(|| conda_cuda_meta(root, &real));
         if t.version.is_none() {
             if let Some((v, src)) = conda_meta {
                 t.version = Some(v);
@@ -182,7 +239,7 @@ fn toolkits(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Vec<Toolkit
         }
         t.source = source.clone();
         if path != real && !source.starts_with("/usr/local/cuda-") {
-            let alias = if source.starts_with('/') || source == "conda" {
+            let alias = if source.starts_with('/') || source == "conda" || by_dir(&source) {
                 path.to_string_lossy().into_owned()
             } else {
                 source
@@ -192,6 +249,74 @@ fn toolkits(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Vec<Toolkit
         out.push(t);
     }
     out
+}
+
+/// Sources that name a toolkit through one of its directories rather than a variable naming it.
+fn by_dir(source: &str) -> bool {
+    matches!(source, "LD_LIBRARY_PATH" | "PATH" | "ld.so.conf")
+}
+
+/// The toolkit a library directory belongs to (`<t>/lib64`, `<t>/lib`, `<t>/targets/*/lib`,
+/// `<t>/extras/CUPTI/lib64`), when `<t>` looks like a toolkit.
+pub fn toolkit_of_lib_dir(root: &Root, dir: &Path) -> Option<PathBuf> {
+    let name = dir.file_name()?.to_str()?;
+    let parent = dir.parent()?;
+    let candidate = match name {
+        "lib64" if parent.ends_with("extras/CUPTI") => parent.parent()?.parent()?,
+        "lib64" | "lib" => {
+            let grand = parent.parent();
+            match grand {
+                Some(g) if g.file_name().is_some_and(|n| n == "targets") => g.parent()?,
+                _ => parent,
+            }
+        }
+        _ => return None,
+    };
+    looks_like_toolkit(root, candidate).then(|| candidate.to_path_buf())
+}
+
+/// A directory with a toolkit's landmarks: `version.json`/`version.txt`, `bin/nvcc`,
+/// `include/cuda_runtime.h` (any of them), or a conda prefix whose `conda-meta` holds a CUDA
+/// toolkit or runtime package.
+pub fn looks_like_toolkit(root: &Root, dir: &Path) -> bool {
+    // The system prefixes hold a distribution's CUDA packages (Debian's nvidia-cuda-toolkit puts
+    // nvcc in /usr/bin) among everything else: not a toolkit directory of its own.
+    if ["/", "/usr", "/usr/local"]
+        .iter()
+        .any(|p| dir == Path::new(p))
+    {
+        return false;
+    }
+    [
+        "version.json",
+        "version.txt",
+        "bin/nvcc",
+        "include/cuda_runtime.h",
+    ]
+    .iter()
+    .any(|f| root.is_file(&dir.join(f)))
+        || conda_cuda_meta(root, dir).is_some()
+}
+
+/// A conda prefix's CUDA package (`cudatoolkit-11.1.74-*.json`, `cuda-toolkit-*`,
+/// `cuda-cudart-*`): (version, conda-meta file).
+fn conda_cuda_meta(root: &Root, prefix: &Path) -> Option<(String, String)> {
+    let mut files = root.read_dir(&prefix.join("conda-meta")).ok()?;
+    files.sort();
+    files.into_iter().find_map(|f| {
+        let n = f.file_name()?.to_string_lossy().into_owned();
+        let rest = ["cuda-toolkit-", "cudatoolkit-", "cuda-cudart-"]
+            .iter()
+            .find_map(|p| n.strip_prefix(p))?;
+        if !n.ends_with(".json") || !rest.starts_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
+        let from_json = read_text(root, &f)
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+            .and_then(|v| v.get("version")?.as_str().map(str::to_string));
+        let v = from_json.or_else(|| rest.split('-').next().map(str::to_string))?;
+        Some((v, f.to_string_lossy().into_owned()))
+    })
 }
 
 /// Facts of one toolkit directory (a real machine path).
@@ -497,6 +622,74 @@ mod tests {
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].path.as_deref(), Some("/opt/nowhere"));
         assert!(errors[0].message.contains("CUDA_PATH"));
+    }
+
+    #[test]
+    fn toolkits_reachable_only_through_the_loader_or_path() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path();
+        let mk = |rel: &str, text: &str| {
+            let f = p.join(rel);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, text).unwrap();
+        };
+        // HPC `module load cuda/11.1`: only LD_LIBRARY_PATH names it.
+        mk(
+            "apps/cuda/11.1/version.json",
+            r#"{"cuda": {"version": "11.1.1"}}"#,
+        );
+        mk("apps/cuda/11.1/lib64/libcusolver.so.11", "x");
+        // A conda env's cudatoolkit on LD_LIBRARY_PATH, outside the usual conda bases.
+        mk(
+            "work/envs/tf/conda-meta/cudatoolkit-11.2.2-hbe64b41_10.json",
+            r#"{"name": "cudatoolkit", "version": "11.2.2"}"#,
+        );
+        mk("work/envs/tf/lib/libcudart.so.11.0", "x");
+        // A toolkit whose bin/ is on PATH; one registered in ld.so.conf (targets layout).
+        mk("opt/nv/cuda-12.4/bin/nvcc", "x");
+        mk(
+            "opt/nv/cuda-12.4/version.json",
+            r#"{"cuda": {"version": "12.4.1"}}"#,
+        );
+        mk(
+            "opt/cu13/version.json",
+            r#"{"cuda": {"version": "13.0.0"}}"#,
+        );
+        mk("opt/cu13/targets/x86_64-linux/lib/libcublas.so.13", "x");
+        mk("etc/ld.so.conf", "/opt/cu13/targets/x86_64-linux/lib\n");
+        // Not toolkits: a bare library directory, and /usr itself.
+        mk("data/libs/libcudart.so.12", "x");
+        mk("usr/include/cuda_runtime.h", "x");
+        let root = Root::new(p);
+        let env = Env::from_pairs([
+            (
+                "LD_LIBRARY_PATH",
+                "/apps/cuda/11.1/lib64:/work/envs/tf/lib:/data/libs:/usr/lib",
+            ),
+            ("PATH", "/opt/nv/cuda-12.4/bin:/usr/bin"),
+        ]);
+        let mut errors = Vec::new();
+        let c = collect(&root, &env, &mut errors);
+        let got: Vec<(&str, &str, Option<&str>)> = c
+            .toolkits
+            .iter()
+            .map(|t| (t.path.as_str(), t.source.as_str(), t.version.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("/apps/cuda/11.1", "LD_LIBRARY_PATH", Some("11.1.1")),
+                ("/opt/cu13", "ld.so.conf", Some("13.0.0")),
+                ("/opt/nv/cuda-12.4", "PATH", Some("12.4.1")),
+                ("/work/envs/tf", "LD_LIBRARY_PATH", Some("11.2.2")),
+            ]
+        );
+        assert!(c.toolkits[0]
+            .libraries
+            .contains(&"libcusolver.so.11".to_string()));
+        assert!(c.toolkits[1]
+            .libraries
+            .contains(&"libcublas.so.13".to_string()));
     }
 
     #[test]

@@ -69,6 +69,7 @@ const PREFIXES: &[&str] = &[
     "TRITON_",
     "ACCELERATE_",
     "WANDB_",
+    "KINETO_",
 ];
 
 /// Name fragments that mark a variable as secret (compared upper-case).

@@ -113,7 +113,7 @@ pub fn registry() -> Vec<Probe> {
         },
         Probe {
             name: "cuda",
-            stage: 1,
+            stage: 2,
             run: cuda::probe,
         },
         Probe {

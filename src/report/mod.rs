@@ -1,9 +1,16 @@
-//! Reporters: turning findings, snapshots and drift into text, JSON or Markdown.
+//! Reporters: turning findings, snapshots and drift into text, JSON or Markdown, and `check`'s
+//! findings into the formats of CI and fleet tools (SARIF, JUnit, GitHub workflow commands,
+//! Prometheus textfile).
 //!
 //! This module owns the output conventions shared by every command: colour only on a terminal and
 //! never under `NO_COLOR`, JSON on stdout alone, and a quiet exit on a closed pipe.
 
 pub mod findings;
+pub mod github;
+pub mod junit;
+pub mod locate;
+pub mod prometheus;
+pub mod sarif;
 pub mod style;
 
 use std::io::{self, Write};

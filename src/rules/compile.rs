@@ -247,6 +247,7 @@ pub const SECTIONS: &[&str] = &[
     "gpus",
     "checkpoints",
     "probe_errors",
+    "expect",
 ];
 
 /// Compiles the rules of one file.

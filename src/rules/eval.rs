@@ -592,7 +592,7 @@ impl<'a> Eval<'a, '_> {
             }
             (Op::Pep440(spec, _), Some(v)) => as_text(v)
                 .and_then(|s| pep440_rs::Version::from_str(s.trim()).ok())
-                .is_some_and(|ver| spec.contains(&ver)),
+                .is_some_and(|ver| pep440_contains(spec, &ver)),
             (Op::Matches(re), Some(v)) => match v {
                 Value::Array(items) => items
                     .iter()
@@ -628,6 +628,30 @@ impl<'a> Eval<'a, '_> {
         }
         ok
     }
+}
+
+/// Whether `ver` satisfies every specifier of `spec`, with the pack's pre-release rule (see
+/// `docs/rule-language.md`, "Versions"): against an ordered bound (`>=`, `>`, `<=`, `<`, `~=`)
+/// that is itself not a pre-release, a pre-release or dev release counts as the release it
+/// leads to (`2.0.0rc1` as `2.0.0`), so `>=2` means "TF 2 and later, its release candidates
+/// included" and `<2` leaves `2.0.0rc1` out, as PEP 440 says for `<V`. `==`, `!=` and `===`
+/// compare the version as written (`==2.0.0` does not match `2.0.0rc1`; `==2.0.*` does, by
+/// prefix). Local labels (`+cu121`) are ignored throughout.
+pub fn pep440_contains(spec: &pep440_rs::VersionSpecifiers, ver: &pep440_rs::Version) -> bool {
+    use pep440_rs::Operator as O;
+    let release = ver
+        .any_prerelease()
+        .then(|| ver.only_release().with_epoch(ver.epoch()));
+    spec.iter().all(|s| {
+        let ordered = matches!(
+            s.operator(),
+            O::GreaterThan | O::GreaterThanEqual | O::LessThan | O::LessThanEqual | O::TildeEqual
+        );
+        match &release {
+            Some(r) if ordered && !s.version().any_prerelease() => s.contains(r),
+            _ => s.contains(ver),
+        }
+    })
 }
 
 fn key_of(v: &Value) -> Option<String> {
@@ -754,6 +778,41 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn pep(spec: &str, v: &str) -> bool {
+        pep440_contains(
+            &pep440_rs::VersionSpecifiers::from_str(spec).unwrap(),
+            &pep440_rs::Version::from_str(v).unwrap(),
+        )
+    }
+
+    #[test]
+    fn pre_releases_count_as_their_release_against_ordered_bounds() {
+        // "TF 2 and later" includes its release candidates and dev builds.
+        assert!(pep(">=2", "2.0.0rc1"));
+        assert!(pep(">=2", "2.0.0.dev20190101"));
+        assert!(pep(">=2.4,<2.5", "2.4.0rc0"));
+        assert!(pep("~=2.4", "2.4.0b1"));
+        assert!(pep(">1.15", "2.0.0a0"));
+        // ... and they are not "before 2".
+        assert!(!pep("<2", "2.0.0rc1"));
+        assert!(pep("<=2", "2.0.0rc1"));
+        assert!(pep(">=2.5", "2.5.0rc1+cu121"));
+        // A bound that names a pre-release compares as PEP 440 orders them.
+        assert!(!pep(">=2.0.0rc2", "2.0.0rc1"));
+        assert!(pep(">=2.0.0rc1", "2.0.0rc1"));
+        // Exact pins compare as written; prefix pins match by release.
+        assert!(!pep("==2.0.0", "2.0.0rc1"));
+        assert!(pep("==2.0.*", "2.0.0rc1"));
+        assert!(pep("!=2.0.0", "2.0.0rc1"));
+        // Stable versions: plain PEP 440 (local labels ignored).
+        assert!(pep(">=2", "2.1.0+cu121"));
+        assert!(!pep(">=2", "1.15.5"));
+        assert!(pep("<2", "1.15.5"));
+        // The epoch is kept.
+        assert!(!pep(">=2", "1.0rc1"));
+        assert!(pep(">=2", "1!1.0rc1"));
+    }
 
     #[test]
     fn dotted_versions_compare_numerically() {

@@ -11,6 +11,7 @@
 pub mod compile;
 pub mod eval;
 pub mod explain;
+pub mod lint;
 pub mod model;
 pub mod path;
 pub mod template;
@@ -346,6 +347,17 @@ impl RuleSet {
                 if !url.starts_with("https://") && !url.starts_with("http://") {
                     warn(format!("reference `{url}` is not a URL"));
                 }
+            }
+            for n in lint::lossy_numbers(&r.origin.source) {
+                out.push(RuleError {
+                    file: r.origin.file.clone(),
+                    line: r.origin.line + n.line as u64,
+                    column: 0,
+                    message: format!(
+                        "rule `{}`: `{}` is unquoted, so YAML reads the number {}; quote it (\"{}\") to keep the version as written",
+                        r.id, n.written, n.read_as, n.written
+                    ),
+                });
             }
         }
         out

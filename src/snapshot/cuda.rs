@@ -22,6 +22,43 @@ pub struct Cuda {
     /// `/etc/ld.so.cache` and whether it is stale against `ld.so.conf`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ld_cache: Option<LdCache>,
+    /// Every CUDA-family library file on the machine where a job could get one: the loader's
+    /// directories (`LD_LIBRARY_PATH`, `ld.so.conf`, the default directories), the toolkits'
+    /// library directories and the `nvidia-*` wheels of every interpreter; one entry per real
+    /// file per directory, with its version read statically.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inventory: Vec<CudaLibraryFile>,
+}
+
+/// One CUDA-family library file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CudaLibraryFile {
+    /// The file (a machine path; the real file when it lies in the same directory as its
+    /// names, else the first name).
+    pub path: String,
+    /// `cudart`, `cudnn`, `cupti`, ... (`cudnn` for `libcudnn_ops.so.9`).
+    pub family: String,
+    /// Every name in the directory that leads to this file (`libcudart.so.12`,
+    /// `libcudart.so.12.4.127`), sorted.
+    pub names: Vec<String>,
+    /// The version its file names say, the longest of them (`12.4.127`); absent for an
+    /// unversioned `libX.so`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The real file when the names are links leading elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realpath: Option<String>,
+    /// The pip distribution that installed it, with its version (`nvidia-cuda-runtime-cu12
+    /// 12.4.127`), from the dist-info `RECORD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wheel: Option<String>,
+    /// The interpreter whose site-packages holds that wheel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// How a job reaches it: `ld-library-path`, `ld.so.conf`, `default-dirs`,
+    /// `toolkit:<path>`, `pip-wheel`, sorted.
+    pub found_via: Vec<String>,
 }
 
 /// One CUDA toolkit installation.
@@ -37,7 +74,8 @@ pub struct Toolkit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_source: Option<String>,
     /// What named it first (`/usr/local/cuda-*`, `/usr/local/cuda`, `CUDA_HOME`, `CUDA_PATH`,
-    /// `conda`).
+    /// `CUDA_ROOT`, `conda`, `LD_LIBRARY_PATH` (a directory of it there: `module load cuda`),
+    /// `PATH` (its `bin/nvcc`), `ld.so.conf`).
     pub source: String,
     /// Every other name that leads to the same directory (`/usr/local/cuda`, `CUDA_HOME`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -124,6 +162,14 @@ impl Cuda {
             t.libraries.dedup();
         }
         self.cudnn.sort_by(|a, b| a.path.cmp(&b.path));
+        for f in &mut self.inventory {
+            f.names.sort();
+            f.names.dedup();
+            f.found_via.sort();
+            f.found_via.dedup();
+        }
+        self.inventory
+            .sort_by(|a, b| (&a.path, &a.python).cmp(&(&b.path, &b.python)));
         if let Some(c) = &mut self.ld_cache {
             c.stale_files.sort();
             c.dangling.sort();

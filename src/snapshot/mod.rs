@@ -16,6 +16,7 @@
 
 pub mod checkpoint;
 pub mod cuda;
+pub mod expect;
 pub mod gpu;
 pub mod host;
 pub mod libs;
@@ -82,6 +83,10 @@ pub struct Snapshot {
     /// Probes that failed, timed out, or met bad input; each names the file when there is one.
     #[serde(default)]
     pub probe_errors: Vec<ProbeError>,
+    /// What `check` was told to expect of this machine (`--expect-gpu`, profiling); not a probed
+    /// fact, absent from saved snapshots.
+    #[serde(default, skip_serializing_if = "expect::Expect::is_default")]
+    pub expect: expect::Expect,
 }
 
 /// A probe's own failure, recorded as a fact.

@@ -48,6 +48,71 @@ pub struct Python {
     /// apply only under an extra skipped), sorted by package then required name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmet_requirements: Vec<UnmetRequirement>,
+    /// Derived: what this interpreter is to the person at the machine (`job`, `shell`, `ide`,
+    /// `pip-target`), from its sources.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<PythonRole>,
+    /// Derived, for an IDE interpreter that is not the shell's: how its packages differ from
+    /// the shell interpreter's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ide_drift: Option<IdeDrift>,
+}
+
+/// What an interpreter is to the person at the machine (derived from its sources).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum PythonRole {
+    /// The one a job started here runs: the active `VIRTUAL_ENV`/`CONDA_PREFIX`, else the
+    /// project's environment, else the shell's `python` (at most one interpreter).
+    Job,
+    /// The one `python` (else `python3`) on PATH runs (at most one).
+    Shell,
+    /// Named by an IDE setting or a Jupyter kernelspec.
+    Ide,
+    /// The one the first `pip` (else `pip3`) on PATH installs into (at most one).
+    PipTarget,
+}
+
+/// How an IDE interpreter's packages differ from the shell interpreter's. Only packages the
+/// shell's interpreter has count.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IdeDrift {
+    /// The shell's interpreter (`pythons[].path`).
+    pub shell: String,
+    /// The source that makes it the shell's (`python (PATH entry 0: /v/bin)`).
+    #[serde(default)]
+    pub shell_source: String,
+    /// ML packages (framework families, numpy, h5py, protobuf, ...) at another version here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ml_changed: Vec<PackageDrift>,
+    /// ML packages the shell's interpreter has and this one lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ml_missing: Vec<PackageDrift>,
+    /// How many other packages differ or are missing here.
+    #[serde(default)]
+    pub other_count: usize,
+    /// The first few of those names, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_first: Vec<String>,
+}
+
+/// One package that differs between an IDE interpreter and the shell's.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PackageDrift {
+    /// Normalised name.
+    pub name: String,
+    /// Its family (`tensorflow` for `tensorflow-gpu`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// Its version in the IDE's interpreter; absent when missing there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ide_version: Option<String>,
+    /// Its version in the shell's interpreter.
+    pub shell_version: String,
 }
 
 /// One requirement of an installed distribution that the interpreter does not meet.
@@ -227,6 +292,12 @@ pub struct Package {
     /// For an editable install: the source directory or URL it points at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub editable: Option<String>,
+    /// Derived: the project it is a build of when that ships under several names
+    /// (`tensorflow` for `tensorflow-gpu`, `tf-nightly`, `intel-tensorflow`; `torch`, `jax`,
+    /// `keras`, `onnxruntime`, `opencv`, `cupy`). Rules say `family: tensorflow` instead of
+    /// listing the names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
 }
 
 fn yes() -> bool {
@@ -267,6 +338,8 @@ impl Python {
         self.unmet_requirements
             .sort_by(|a, b| (&a.package, &a.required).cmp(&(&b.package, &b.required)));
         self.sources.dedup();
+        self.roles.sort();
+        self.roles.dedup();
     }
 
     /// The first package with this (normalised) name in sys.path order: the one `import` sees.

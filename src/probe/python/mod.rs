@@ -13,6 +13,7 @@
 //! before each interpreter so that a slow machine still yields the interpreters done in time.
 
 pub mod conda;
+pub mod derived;
 pub mod discovery;
 pub mod discovery_path;
 pub mod dist_info;
@@ -47,6 +48,9 @@ pub fn probe(ctx: &Context) -> Apply {
         py.unmet_requirements = unmet;
         errors.extend(problems.into_iter().map(|m| ProbeError::new("python", m)));
     }
+    derived::assign_families(&mut pythons);
+    derived::assign_roles(&mut pythons);
+    derived::ide_drift(&mut pythons);
     Box::new(move |snap| {
         snap.pythons.extend(pythons);
         snap.probe_errors.extend(errors);
