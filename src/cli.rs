@@ -252,6 +252,9 @@ pub struct CheckArgs {
     /// Show every finding of a repeated rule (the text groups them, first 3 shown).
     #[arg(long)]
     pub all: bool,
+    /// Seconds one rule may spend evaluating before it is stopped (and named in probe_errors).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub rule_budget: f64,
     /// Jobs here must use a GPU: a missing GPU library is an error even on a machine without one
     /// (a CI runner checking a GPU image). Same as `--expect gpu`.
     #[arg(long, env = "ENVDOCTOR_EXPECT_GPU", value_parser = clap::builder::BoolishValueParser::new())]
@@ -522,6 +525,9 @@ fn out(text: &str) -> Result<(), Error> {
     write_stdout(text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))
 }
 
+/// Time the rules may take beyond the probe deadline (the probes hand over within 0.25 s of it).
+const RULES_GRACE: std::time::Duration = std::time::Duration::from_millis(400);
+
 fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Error> {
     if report
         && !matches!(
@@ -535,6 +541,15 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
         ));
     }
     let start = std::time::Instant::now();
+    if !(args.rule_budget.is_finite() && args.rule_budget > 0.0 && args.rule_budget <= 3600.0) {
+        return Err(Error::input(
+            "--rule-budget",
+            format!(
+                "{} is not a number of seconds between 0 and 3600",
+                args.rule_budget
+            ),
+        ));
+    }
     if args.probe.timings {
         crate::timings::enable();
     }
@@ -553,13 +568,8 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
     config.apply(&mut rules)?;
     crate::timings::record("rules compile", t.elapsed());
     let mut project = None;
-    let snap = match &args.from {
-        Some(path) => crate::timings::span("read snapshot", || {
-            let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Error::input(&shown, format!("cannot read snapshot: {e}")))?;
-            crate::Snapshot::from_json(&text, &shown)
-        })?,
+    let mut snap = match &args.from {
+        Some(path) => crate::timings::span("read snapshot", || crate::Snapshot::read_file(path))?,
         None => {
             let mut opts = args.probe.to_options()?;
             args.probe.check_named(&opts)?;
@@ -568,7 +578,6 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
             probe::collect(opts)
         }
     };
-    let mut snap = snap;
     snap.expect.from_env(&snap.env);
     if args.expect_gpu {
         snap.expect
@@ -583,7 +592,20 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
             Expectation::Profiler => snap.expect.given(false, true, "--expect profiler"),
         }
     }
-    let found = crate::timings::span("rules evaluate", || config.filter(rules.check(&snap)));
+    // Rules get what is left of the deadline, and a little grace, so `check` ends by then.
+    let deadline = std::time::Duration::from_secs_f64(args.probe.deadline.clamp(0.1, 3600.0));
+    let limits = crate::rules::EvalLimits {
+        per_rule: std::time::Duration::from_secs_f64(args.rule_budget),
+        until: Some((start + deadline + RULES_GRACE).max(std::time::Instant::now() + RULES_GRACE)),
+    };
+    let (found, stopped) =
+        crate::timings::span("rules evaluate", || rules.check_within(&snap, limits));
+    let found = config.filter(found);
+    snap.probe_errors.extend(
+        stopped
+            .into_iter()
+            .map(|m| crate::snapshot::ProbeError::new("rules", m)),
+    );
     let t = std::time::Instant::now();
     let summary = Summary::of(&found, &snap, config.fail_on.value);
     let text = match (report, args.format) {

@@ -459,8 +459,15 @@ fn load_child_survives_crashes_and_hangs() {
     assert_eq!(r[3].status, "timeout");
     // A fresh child after the hang: cuDNN 8's encoding, and no reuse of the 9 loaded earlier.
     assert_eq!(r[4].version.as_deref(), Some("8.9.4"));
-    assert_eq!(r[5].version.as_deref(), Some("12.4"));
-    assert_eq!(r[5].raw_version, Some(22));
+    // CUPTI loads, and is never called into (cuptiGetVersion crashes without a driver): with
+    // no wheel owning the file its version is unknown, and says why.
+    assert_eq!(r[5].status, "loaded");
+    assert_eq!(r[5].version, None);
+    assert!(r[5]
+        .version_error
+        .as_deref()
+        .unwrap()
+        .contains("cuptiGetVersion is not called"));
     assert_eq!(r[6].status, "error");
     assert!(r[6]
         .error
@@ -640,9 +647,34 @@ fn pypi_cudart_wheel_version_from_the_load_probe() {
     assert_eq!(l["resolves"], true, "{l:#}");
     assert_eq!(l["reason"], "cuda-family");
     assert_eq!(l["load"]["status"], "loaded", "{l:#}");
-    assert_eq!(l["load"]["version_call"], "cudaRuntimeGetVersion");
+    // The version is read from the owning wheel, without calling into the library...
     let want: Vec<&str> = wheel.split('.').take(2).collect();
     assert_eq!(l["load"]["version"], want.join("."), "wheel {wheel}: {l:#}");
+    assert!(
+        l["load"]["version_source"]
+            .as_str()
+            .unwrap()
+            .starts_with("dist-info nvidia_cuda_runtime_cu12"),
+        "{l:#}"
+    );
+    // ...and it is what the library itself says: a copy outside the wheel (no dist-info owns
+    // it) is asked through cudaRuntimeGetVersion.
+    let copy = t.path().join("copy/libcudart.so.12");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(pip_dir.join("libcudart.so.12"), &copy).unwrap();
+    let r = load::load_all(
+        Path::new(env!("CARGO_BIN_EXE_envdoctor")),
+        &[],
+        &[Item {
+            family: Some("cudart".into()),
+            path: copy,
+        }],
+        Duration::from_secs(5),
+        Instant::now() + Duration::from_secs(10),
+    );
+    assert_eq!(r[0].version_call.as_deref(), Some("cudaRuntimeGetVersion"));
+    assert_eq!(r[0].version_source.as_deref(), Some("call"));
+    assert_eq!(r[0].version.as_deref(), Some(want.join(".").as_str()));
 }
 
 /// TF 2.2 (CUDA 10.1, no cuda_config.h: sonames derived from build_info.py) on the CUPTI-link

@@ -595,13 +595,7 @@ pub fn load(path: &Path) -> Result<Snapshot, Error> {
     if path.is_dir() {
         return Err(Error::input(what, "is a directory, not a snapshot file").with_hint(hint));
     }
-    let bytes = std::fs::read(path).map_err(|e| {
-        let msg = match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".to_string(),
-            _ => format!("cannot read: {e}"),
-        };
-        Error::input(what.clone(), msg)
-    })?;
+    let bytes = crate::snapshot::read_capped(path)?;
     let text = String::from_utf8(bytes).map_err(|_| {
         Error::input(what.clone(), "not UTF-8 text, so not a snapshot").with_hint(hint)
     })?;

@@ -4,7 +4,8 @@
 //! launch variables); the rest of the environment is never written. A variable whose *name*
 //! looks secret (`*TOKEN*`, `*KEY*`, `*SECRET*`, `*PASSWORD*`, `*CREDENTIAL*`, `*AUTH*`, ...) is
 //! recorded as [`REDACTED`] even when allowlisted (`HF_TOKEN`, `WANDB_API_KEY`), and a value
-//! that carries a password in a URL (`https://user:pw@host/`) has that part replaced. Values that
+//! that carries a secret by its shape has that part replaced ([`redact_value`]: credentials in
+//! URLs, `user:password@host` without a scheme, long random tokens). Values that
 //! are not UTF-8 are written with replacement characters and a probe error names the variable.
 
 use super::{Apply, Context};
@@ -105,35 +106,183 @@ pub fn looks_secret(name: &str) -> bool {
     SECRET_MARKERS.iter().any(|m| upper.contains(m))
 }
 
-/// Replace the password of `scheme://user:password@host` URLs inside `value`.
+/// Replace the password of `scheme://user:password@host` URLs inside `value`, and (by shape)
+/// `user:password@host` without a scheme and long random tokens: see [`redact_value`].
 pub fn scrub_url_passwords(value: &str) -> String {
+    redact_value(value)
+}
+
+/// Characters that end a URL or a word inside a variable's value.
+fn is_separator(c: char) -> bool {
+    c.is_whitespace() || matches!(c, ',' | ';' | '"' | '\'')
+}
+
+/// Secrets by shape, whatever the variable is called:
+/// - URL credentials: `scheme://user:password@host` keeps `user`, a lone `scheme://token@host`
+///   loses it all; the userinfo ends at the last `@` whose prefix is userinfo-like (no `/`, or
+///   a `:` before the first `/`), so a password with an unescaped `/` or `@` is covered;
+/// - `user:password@host` without a scheme (a word that starts after a separator);
+/// - long random tokens: 32+ characters of `[A-Za-z0-9_-]` mixing upper case, lower case and
+///   digits, or a known token prefix (`ghp_`, `hf_`, `sk-`, ...) followed by 16+ such characters.
+pub fn redact_value(value: &str) -> String {
+    let urls = redact_url_credentials(value);
+    let bare = redact_bare_userinfo(&urls);
+    redact_tokens(&bare)
+}
+
+fn userinfo_like(prefix: &str) -> bool {
+    match prefix.find('/') {
+        None => true,
+        Some(slash) => prefix[..slash].contains(':'),
+    }
+}
+
+fn redact_url_credentials(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(pos) = rest.find("://") {
         let (head, tail) = rest.split_at(pos + 3);
         out.push_str(head);
-        // The authority ends at the first '/', whitespace, or list separator.
-        let end = tail.find(['/', ' ', ',', ';', '\n']).unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match authority.rfind('@') {
+        let end = tail.find(is_separator).unwrap_or(tail.len());
+        let word = &tail[..end];
+        let at = word
+            .match_indices('@')
+            .map(|(i, _)| i)
+            .rev()
+            .find(|&i| userinfo_like(&word[..i]));
+        match at {
             Some(at) => {
-                let userinfo = &authority[..at];
+                let userinfo = &word[..at];
                 match userinfo.find(':') {
-                    Some(colon) => {
+                    Some(colon) if colon > 0 => {
                         out.push_str(&userinfo[..colon]);
                         out.push(':');
                         out.push_str(REDACTED);
                     }
                     // A lone user part of a URL is often a token (`https://ghp_x@github.com`).
-                    None => out.push_str(REDACTED),
+                    _ => out.push_str(REDACTED),
                 }
-                out.push_str(&authority[at..]);
+                out.push_str(&word[at..]);
             }
-            None => out.push_str(authority),
+            None => out.push_str(word),
         }
         rest = &tail[end..];
     }
     out.push_str(rest);
+    out
+}
+
+/// `user:password@host` (no scheme) in a word that starts at the value's start or after a
+/// separator or `=`: the user is `[A-Za-z0-9._%+-]+` (so paths never match), the host a name.
+fn redact_bare_userinfo(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut word_start = true;
+    let mut i = 0;
+    while i < value.len() {
+        let c = value[i..].chars().next().unwrap_or(' ');
+        if word_start && !value[i..].starts_with(REDACTED) {
+            let word_end = value[i..]
+                .find(|c: char| is_separator(c) || c == '=')
+                .map_or(value.len(), |e| i + e);
+            let word = &value[i..word_end];
+            if let Some(red) = bare_userinfo(word) {
+                out.push_str(&red);
+                i = word_end;
+                word_start = false;
+                continue;
+            }
+        }
+        out.push(c);
+        word_start = is_separator(c) || c == '=';
+        i += c.len_utf8();
+    }
+    out
+}
+
+fn bare_userinfo(word: &str) -> Option<String> {
+    if word.contains("://") {
+        return None;
+    }
+    let colon = word.find(':')?;
+    let user = &word[..colon];
+    if user.is_empty()
+        || !user
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '%' | '+' | '-'))
+    {
+        return None;
+    }
+    let at = word.rfind('@')?;
+    if at <= colon + 1 {
+        return None;
+    }
+    let host = &word[at + 1..];
+    let host_name = host.split([':', '/']).next().unwrap_or("");
+    if host_name.is_empty()
+        || !host_name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+    {
+        return None;
+    }
+    Some(format!("{user}:{REDACTED}@{host}"))
+}
+
+/// Prefixes of well-known API tokens.
+const TOKEN_PREFIXES: &[&str] = &[
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "ghu_",
+    "github_pat_",
+    "glpat-",
+    "hf_",
+    "sk-",
+    "xoxb-",
+    "xoxp-",
+    "AKIA",
+    "nvapi-",
+    "pypi-",
+];
+
+fn token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-')
+}
+
+fn looks_like_token(w: &str) -> bool {
+    if w == REDACTED.trim_matches(['<', '>']) {
+        return false;
+    }
+    let known = TOKEN_PREFIXES
+        .iter()
+        .any(|p| w.starts_with(p) && w.len() >= p.len() + 16);
+    let random = w.len() >= 32
+        && w.chars().any(|c| c.is_ascii_uppercase())
+        && w.chars().any(|c| c.is_ascii_lowercase())
+        && w.chars().any(|c| c.is_ascii_digit());
+    known || random
+}
+
+fn redact_tokens(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if looks_like_token(word) {
+            out.push_str(REDACTED);
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in value.chars() {
+        if token_char(c) {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
     out
 }
 
@@ -164,7 +313,7 @@ pub fn collect(env: &Env) -> (BTreeMap<String, String>, Vec<ProbeError>) {
                 value.to_string_lossy().into_owned()
             }
         };
-        out.insert(name.to_string(), scrub_url_passwords(&text));
+        out.insert(name.to_string(), redact_value(&text));
     }
     (out, errors)
 }
@@ -257,6 +406,44 @@ mod tests {
             "http://a.example/ http://u:<redacted>@b.example"
         );
         assert_eq!(scrub_url_passwords("/usr/lib:/opt/x"), "/usr/lib:/opt/x");
+        // The audit's two leaks: an unescaped `/` in the password, no scheme at all.
+        assert_eq!(
+            redact_value("https://bob:pa/ss@mirror.example/simple"),
+            "https://bob:<redacted>@mirror.example/simple"
+        );
+        assert_eq!(
+            redact_value("bob:hunter2@db.example:5432"),
+            "bob:<redacted>@db.example:5432"
+        );
+        assert_eq!(
+            redact_value("x=1 bob:p/w@10.0.0.1"),
+            "x=1 bob:<redacted>@10.0.0.1"
+        );
+        // Paths and package pins with `@` are not credentials.
+        assert_eq!(
+            redact_value("https://h.example/pkg@1.0"),
+            "https://h.example/pkg@1.0"
+        );
+        assert_eq!(redact_value("/opt:/home/u@x"), "/opt:/home/u@x");
+        // Long random tokens, with or without a known prefix.
+        assert_eq!(
+            redact_value("Bearer aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z"),
+            "Bearer <redacted>"
+        );
+        assert_eq!(
+            redact_value("--token=hf_abcdefghijklmnopqrstu"),
+            "--token=<redacted>"
+        );
+        // Ordinary values stay.
+        for v in [
+            "0,1",
+            "/usr/local/cuda-12.4/lib64",
+            "max_split_size_mb:128",
+            "--xla_gpu_autotune_level=2",
+            "expandable_segments:True",
+        ] {
+            assert_eq!(redact_value(v), v);
+        }
         let env = Env::from_pairs([("HF_ENDPOINT", "https://u:pw@hf.example")]);
         assert_eq!(
             collect(&env).0["HF_ENDPOINT"],

@@ -8,6 +8,7 @@
 //! abandoned, not joined: the process exits without waiting for it.
 
 pub mod checkpoint;
+pub mod childproc;
 pub mod cuda;
 pub mod env;
 pub mod gpu;
@@ -193,6 +194,10 @@ pub fn collect_with(probes: Vec<Probe>, opts: Options) -> Snapshot {
     snap
 }
 
+/// Stack of each probe thread: parsers of hostile files are depth-limited, and this leaves them
+/// room to spare (the default 2 MiB left little for recursive parsers in debug builds).
+pub const PROBE_STACK: usize = 16 * 1024 * 1024;
+
 /// Run one stage's probes; returns their results (to apply in the order they answered) and the
 /// errors of those that failed or did not answer.
 fn run_stage(
@@ -216,6 +221,7 @@ fn run_stage(
         let tx = tx.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("probe-{}", probe.name))
+            .stack_size(PROBE_STACK)
             .spawn(move || {
                 let began = Instant::now();
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx)))

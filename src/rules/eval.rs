@@ -12,6 +12,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::str::FromStr;
+use std::time::Instant;
 
 /// One fact that made a rule fire.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
@@ -176,7 +177,17 @@ pub struct Eval<'a, 'p> {
     evidence: Vec<Evidence>,
     /// Every fact a test read, when tracing (`check -v`).
     trace: Option<Vec<Evidence>>,
+    /// When this rule must stop (its evaluation budget); `None`: no limit.
+    stop_at: Option<Instant>,
+    /// Conditions evaluated so far (the clock is read every [`CLOCK_EVERY`] of them).
+    steps: u64,
+    /// Set once `stop_at` passed: every condition is then false and the subject's result is
+    /// thrown away by [`run_rule_within`].
+    out_of_time: bool,
 }
+
+/// How many conditions are evaluated between two readings of the clock.
+const CLOCK_EVERY: u64 = 256;
 
 /// What a rule found on one subject.
 pub struct Hit {
@@ -225,6 +236,9 @@ pub fn looked_at<'a>(
             bindings: Vec::new(),
             evidence: Vec::new(),
             trace: Some(Vec::new()),
+            stop_at: None,
+            steps: 0,
+            out_of_time: false,
         };
         let label = subject.as_ref().map(|(_, _, l)| l.clone());
         if let Some((name, value, label)) = subject {
@@ -250,6 +264,18 @@ pub fn run_rule<'a>(
     params: &BTreeMap<String, Value>,
     index: &Index<'a>,
 ) -> Vec<Hit> {
+    run_rule_within(rule, root, params, index, None).0
+}
+
+/// [`run_rule`] that stops at `stop_at`: the hits of the subjects finished in time, and whether
+/// it was stopped (then the subjects not finished are unknown, never reported as hits).
+pub fn run_rule_within<'a>(
+    rule: &Rule,
+    root: &'a Value,
+    params: &BTreeMap<String, Value>,
+    index: &Index<'a>,
+    stop_at: Option<Instant>,
+) -> (Vec<Hit>, bool) {
     let mut hits = Vec::new();
     let subjects = subjects_of(rule, root);
     for subject in subjects {
@@ -260,7 +286,13 @@ pub fn run_rule<'a>(
             bindings: Vec::new(),
             evidence: Vec::new(),
             trace: None,
+            stop_at,
+            steps: 0,
+            out_of_time: stop_at.is_some_and(|t| Instant::now() >= t),
         };
+        if ev.out_of_time {
+            return (hits, true);
+        }
         let label = subject.as_ref().map(|(_, _, l)| l.clone());
         if let Some((name, value, label)) = subject {
             ev.bindings.push(Binding {
@@ -269,7 +301,11 @@ pub fn run_rule<'a>(
                 label: BindLabel::Text(label),
             });
         }
-        if ev.cond(&rule.when) {
+        let fired = ev.cond(&rule.when);
+        if ev.out_of_time {
+            return (hits, true);
+        }
+        if fired {
             let mut evidence = std::mem::take(&mut ev.evidence);
             dedup_keep_order(&mut evidence);
             let lookup = |p: &Path| -> Option<Value> {
@@ -290,7 +326,7 @@ pub fn run_rule<'a>(
             });
         }
     }
-    hits
+    (hits, false)
 }
 
 fn dedup_keep_order(ev: &mut Vec<Evidence>) {
@@ -439,6 +475,14 @@ impl<'a> Eval<'a, '_> {
     }
 
     fn cond(&mut self, c: &Cond) -> bool {
+        if self.out_of_time {
+            return false;
+        }
+        self.steps += 1;
+        if self.steps % CLOCK_EVERY == 0 && self.stop_at.is_some_and(|t| Instant::now() >= t) {
+            self.out_of_time = true;
+            return false;
+        }
         match c {
             Cond::All(items) => {
                 let mark = (self.bindings.len(), self.evidence.len());

@@ -100,8 +100,7 @@ impl RuleSet {
         RuleSet::compile(
             files.iter().map(|file| {
                 let shown = file.display().to_string();
-                let text = std::fs::read(file)
-                    .map_err(|e| Error::input(&shown, format!("cannot read rule file: {e}")))?;
+                let text = read_rule_file(file)?;
                 let text = String::from_utf8(text)
                     .map_err(|_| Error::input(&shown, "rule file is not UTF-8"))?;
                 Ok((shown, text))
@@ -240,20 +239,21 @@ impl RuleSet {
     /// Evaluate every rule on a snapshot. Findings are sorted: most severe first, then by rule
     /// id and subject.
     pub fn check(&self, snap: &Snapshot) -> Vec<Finding> {
-        // A cheaper view than the whole snapshot: package fields no rule names are left out.
+        let root = self.view(snap);
+        let found = crate::timings::span("rules: evaluate", || self.check_value(&root));
+        drop_off_path(root);
+        found
+    }
+
+    /// The snapshot as the rules read it: JSON, leaving out the package fields no rule names
+    /// (a cheaper view than the whole snapshot).
+    fn view(&self, snap: &Snapshot) -> Value {
         let mask = unread_package_fields(&self.rules);
-        let root = crate::timings::span("rules: snapshot to JSON view", || {
+        crate::timings::span("rules: snapshot to JSON view", || {
             crate::snapshot::python::with_package_fields_skipped(mask, || {
                 serde_json::to_value(snap).unwrap_or(Value::Null)
             })
-        });
-        let found = crate::timings::span("rules: evaluate", || self.check_value(&root));
-        // Freeing a view of 20,000 packages takes as long as evaluating it: do it off the
-        // caller's path (the CLI usually exits before it is done).
-        let _ = std::thread::Builder::new()
-            .name("drop-rule-view".into())
-            .spawn(move || drop(root));
-        found
+        })
     }
 
     /// Evaluate every rule on a snapshot given as JSON (a partial one is fine).
@@ -263,12 +263,7 @@ impl RuleSet {
         for rule in &self.rules {
             out.extend(findings_of(rule, root, &rule.params, &index));
         }
-        out.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then_with(|| a.rule.cmp(&b.rule))
-                .then_with(|| a.subject.cmp(&b.subject))
-        });
+        sort_findings(&mut out);
         out
     }
 
@@ -283,6 +278,65 @@ impl RuleSet {
             }
         }
         out
+    }
+
+    /// [`RuleSet::check`] under limits: each rule stops after `limits.per_rule`, and every rule
+    /// stops at `limits.until`. Returns the findings and, for each rule that was stopped, a
+    /// message naming it (its findings on the subjects not reached are unknown, not absent).
+    pub fn check_within(&self, snap: &Snapshot, limits: EvalLimits) -> (Vec<Finding>, Vec<String>) {
+        let root = self.view(snap);
+        let mut out = Vec::new();
+        let mut stopped = Vec::new();
+        let index = eval::Index::default();
+        let mut not_run: Vec<&str> = Vec::new();
+        for rule in &self.rules {
+            let start = std::time::Instant::now();
+            if limits.until.is_some_and(|u| start >= u) {
+                not_run.push(&rule.id);
+                continue;
+            }
+            let mut stop_at = start + limits.per_rule;
+            if let Some(until) = limits.until {
+                stop_at = stop_at.min(until);
+            }
+            let (hits, cut) =
+                eval::run_rule_within(rule, &root, &rule.params, &index, Some(stop_at));
+            out.extend(hits.into_iter().map(|h| finding(rule, h)));
+            if cut {
+                let why = if limits.until.is_some_and(|u| stop_at == u) {
+                    "the check deadline came first".to_string()
+                } else {
+                    format!(
+                        "it used its {:.1} s evaluation budget (`--rule-budget`)",
+                        limits.per_rule.as_secs_f64()
+                    )
+                };
+                stopped.push(format!(
+                    "rule `{}` ({}:{}) was stopped after {:.2} s: {why}; its findings are \
+                     incomplete",
+                    rule.id,
+                    rule.origin.file,
+                    rule.origin.line,
+                    start.elapsed().as_secs_f64()
+                ));
+            }
+        }
+        if !not_run.is_empty() {
+            let shown: Vec<&str> = not_run.iter().take(5).copied().collect();
+            stopped.push(format!(
+                "{} rules were not evaluated: the check deadline came first ({}{})",
+                not_run.len(),
+                shown.join(", "),
+                if not_run.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            ));
+        }
+        sort_findings(&mut out);
+        drop_off_path(root);
+        (out, stopped)
     }
 
     /// Run every rule's inline tests.
@@ -375,16 +429,7 @@ fn findings_of<'a>(
 ) -> Vec<Finding> {
     eval::run_rule(rule, root, params, index)
         .into_iter()
-        .map(|h| Finding {
-            rule: rule.id.clone(),
-            severity: rule.severity,
-            title: rule.title.clone(),
-            subject: h.subject,
-            message: h.message,
-            evidence: h.evidence,
-            fix: h.fix,
-            references: rule.references.clone(),
-        })
+        .map(|h| finding(rule, h))
         .collect()
 }
 
@@ -411,6 +456,58 @@ fn unread_package_fields(rules: &[Rule]) -> u8 {
         }
     }
     mask
+}
+
+fn finding(rule: &Rule, h: eval::Hit) -> Finding {
+    Finding {
+        rule: rule.id.clone(),
+        severity: rule.severity,
+        title: rule.title.clone(),
+        subject: h.subject,
+        message: h.message,
+        evidence: h.evidence,
+        fix: h.fix,
+        references: rule.references.clone(),
+    }
+}
+
+/// Most severe first, then by rule id and subject.
+fn sort_findings(out: &mut [Finding]) {
+    out.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.rule.cmp(&b.rule))
+            .then_with(|| a.subject.cmp(&b.subject))
+    });
+}
+
+/// Limits on rule evaluation ([`RuleSet::check_within`]).
+#[derive(Clone, Copy, Debug)]
+pub struct EvalLimits {
+    /// The most one rule may take.
+    pub per_rule: std::time::Duration,
+    /// When every rule must have stopped (the check's deadline), if any.
+    pub until: Option<std::time::Instant>,
+}
+
+impl Default for EvalLimits {
+    fn default() -> Self {
+        EvalLimits {
+            per_rule: DEFAULT_RULE_BUDGET,
+            until: None,
+        }
+    }
+}
+
+/// Default evaluation budget of one rule (the whole shipped pack takes milliseconds).
+pub const DEFAULT_RULE_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Freeing a view of 20,000 packages takes as long as evaluating it: do it off the caller's
+/// path (the CLI usually exits before it is done).
+fn drop_off_path(root: Value) {
+    let _ = std::thread::Builder::new()
+        .name("drop-rule-view".into())
+        .spawn(move || drop(root));
 }
 
 /// A parameter value from text: an integer, a float, true/false, else the string.
@@ -445,12 +542,95 @@ fn rule_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
                 .filter(|f| is_yaml(f))
                 .collect();
             here.sort();
+            for f in &here {
+                regular_file(f)?;
+            }
             files.extend(here);
         } else {
+            regular_file(p)?;
             files.push(p.clone());
         }
     }
     Ok(files)
+}
+
+/// Largest rule file read (the whole shipped pack is far smaller).
+pub const MAX_RULE_FILE: u64 = 8 * 1024 * 1024;
+
+/// Refuse anything but a regular file (after links): opening a FIFO or a device would block
+/// `check`, `compare`, `rules` and `explain` forever.
+fn regular_file(p: &FsPath) -> Result<(), Error> {
+    let shown = p.display().to_string();
+    let meta = std::fs::metadata(p)
+        .map_err(|e| Error::input(&shown, format!("cannot read rule file: {e}")))?;
+    if !meta.is_file() {
+        let kind = {
+            use std::os::unix::fs::FileTypeExt;
+            let t = meta.file_type();
+            if t.is_fifo() {
+                "a FIFO"
+            } else if t.is_socket() {
+                "a socket"
+            } else if t.is_char_device() || t.is_block_device() {
+                "a device"
+            } else if t.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file"
+            }
+        };
+        return Err(Error::input(
+            &shown,
+            format!("refused: a rule file must be a regular file, this is {kind}"),
+        ));
+    }
+    if meta.len() > MAX_RULE_FILE {
+        return Err(Error::input(
+            &shown,
+            format!(
+                "refused: {} bytes, more than the {} MiB a rule file may have",
+                meta.len(),
+                MAX_RULE_FILE / (1024 * 1024)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Read a rule file already checked by [`regular_file`], never more than [`MAX_RULE_FILE`]
+/// (it could have been swapped since), without blocking on a FIFO put in its place.
+fn read_rule_file(p: &FsPath) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = p.display().to_string();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(p)
+        .map_err(|e| Error::input(&shown, format!("cannot read rule file: {e}")))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| Error::input(&shown, format!("cannot read rule file: {e}")))?;
+    if !meta.is_file() {
+        return Err(Error::input(
+            &shown,
+            "refused: a rule file must be a regular file",
+        ));
+    }
+    let mut text = Vec::new();
+    f.take(MAX_RULE_FILE + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| Error::input(&shown, format!("cannot read rule file: {e}")))?;
+    if text.len() as u64 > MAX_RULE_FILE {
+        return Err(Error::input(
+            &shown,
+            format!(
+                "refused: more than the {} MiB a rule file may have",
+                MAX_RULE_FILE / (1024 * 1024)
+            ),
+        ));
+    }
+    Ok(text)
 }
 
 fn is_yaml(p: &FsPath) -> bool {

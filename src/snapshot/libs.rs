@@ -274,6 +274,14 @@ pub struct LoadResult {
     /// The dlerror text, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why the version is unknown although the library loaded (the version call crashed, hung
+    /// or returned an error): a fact about the probe, never about the library.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_error: Option<String>,
+    /// Where `version` comes from: `dist-info NAME VERSION` (the wheel that owns the file),
+    /// `file name`, or `call` (`version_call` answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_source: Option<String>,
     /// The signal that killed the child (`SIGSEGV`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,

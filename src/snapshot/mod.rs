@@ -129,6 +129,70 @@ impl ProbeError {
     }
 }
 
+/// Default cap on a snapshot file read by `check --from` and `compare` (a machine with
+/// thousands of packages writes a few MiB).
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The variable that overrides [`DEFAULT_MAX_INPUT_BYTES`] (in MiB).
+pub const MAX_INPUT_VAR: &str = "ENVDOCTOR_MAX_SNAPSHOT_MIB";
+
+/// The cap on a snapshot input: `$ENVDOCTOR_MAX_SNAPSHOT_MIB` MiB, else 256 MiB.
+pub fn max_input_bytes() -> u64 {
+    std::env::var(MAX_INPUT_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&m| m > 0)
+        .map_or(DEFAULT_MAX_INPUT_BYTES, |m| m.saturating_mul(1024 * 1024))
+}
+
+/// Read a snapshot input, refusing more than [`max_input_bytes`] with a message that says how
+/// to raise the cap. Pipes (`--from /dev/stdin`) are read the same way, up to the cap.
+pub fn read_capped(path: &std::path::Path) -> Result<Vec<u8>, crate::Error> {
+    use std::io::Read;
+    let what = path.display().to_string();
+    let cap = max_input_bytes();
+    let too_big = || {
+        crate::Error::input(
+            &what,
+            format!(
+                "larger than the {} MiB a snapshot may have; set {MAX_INPUT_VAR} to raise the cap",
+                cap / (1024 * 1024)
+            ),
+        )
+    };
+    let f = std::fs::File::open(path).map_err(|e| {
+        let msg = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => format!("cannot read: {e}"),
+        };
+        crate::Error::input(&what, msg)
+    })?;
+    let meta = f
+        .metadata()
+        .map_err(|e| crate::Error::input(&what, format!("cannot read: {e}")))?;
+    if meta.is_dir() {
+        return Err(crate::Error::input(
+            &what,
+            "is a directory, not a snapshot file",
+        ));
+    }
+    if meta.is_file() && meta.len() > cap {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::with_capacity(if meta.is_file() {
+        meta.len() as usize
+    } else {
+        0
+    });
+    f.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| crate::Error::input(&what, format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > cap {
+        return Err(too_big());
+    }
+    Ok(bytes)
+}
+
 impl Snapshot {
     /// An empty snapshot stamped with this envdoctor's version and schema.
     pub fn empty() -> Self {
@@ -187,6 +251,28 @@ impl Snapshot {
         serde_json::to_writer_pretty(&mut w, self).map_err(std::io::Error::from)?;
         w.write_all(b"\n")?;
         w.flush()
+    }
+
+    /// Read and parse a snapshot file (`check --from`, `compare`), at most
+    /// [`max_input_bytes`] of it: the typed parse first (no intermediate JSON tree, so memory
+    /// stays near the file's size), [`Snapshot::from_json`]'s messages when it fails.
+    pub fn read_file(path: &std::path::Path) -> Result<Snapshot, crate::Error> {
+        let what = path.display().to_string();
+        let bytes = read_capped(path)?;
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| crate::Error::input(&what, "not UTF-8 text, so not a snapshot"))?;
+        Snapshot::from_json_fast(text, &what)
+    }
+
+    /// [`Snapshot::from_json`] that tries the typed parse first.
+    pub fn from_json_fast(text: &str, what: &str) -> Result<Snapshot, crate::Error> {
+        if let Ok(mut s) = serde_json::from_str::<Snapshot>(text) {
+            if (1..=SCHEMA_VERSION).contains(&s.schema_version) {
+                s.derive_missing();
+                return Ok(s);
+            }
+        }
+        Snapshot::from_json(text, what)
     }
 
     /// Parse a snapshot, refusing ones written by a newer envdoctor. `what` names the source

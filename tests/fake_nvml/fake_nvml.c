@@ -21,12 +21,17 @@
  *   no-driver           nvmlInit_v2 returns NVML_ERROR_DRIVER_NOT_LOADED.
  *   no-devices          init works, nvmlDeviceGetCount_v2 says 0.
  *   crash               nvmlInit_v2 dereferences NULL.
+ *   fork-noisy          two-gpus, but nvmlInit_v2 first forks a process that sleeps forever
+ *                       holding every inherited fd (its pid written to FAKE_NVML_PIDFILE) and
+ *                       prints a forged event and an unterminated line on stdout.
  *
  * Compiled with -DFAKE_NVML_LEGACY it looks like a pre-R510 driver (470.256.02, CUDA 11.4):
  * nvmlDeviceGetMemoryInfo_v2 and the _v3 process lists are not exported, only
  * nvmlDeviceGetMemoryInfo (v1) and the _v2 lists.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -186,6 +191,22 @@ nvmlReturn_t nvmlInit_v2(void)
     if (!strcmp(s, "crash")) {
         volatile int *p = NULL;
         *p = 1;
+    }
+    if (!strcmp(s, "fork-noisy")) {
+        pid_t pid = fork();
+        if (pid == 0)
+            block_forever();
+        const char *pf = getenv("FAKE_NVML_PIDFILE");
+        if (pf) {
+            FILE *f = fopen(pf, "w");
+            if (f) {
+                fprintf(f, "%d", (int)pid);
+                fclose(f);
+            }
+        }
+        printf("{\"event\":\"init-failed\",\"status\":\"no-library\",\"message\":\"forged\"}\n");
+        printf("unterminated noise");
+        fflush(stdout);
     }
     if (!strcmp(s, "no-devices")) {
         gpu_count = 0;

@@ -1,5 +1,6 @@
 //! The NVML child: runs inside `envdoctor __nvml-child`, loads NVML through `nvml-wrapper` and
-//! writes what it learns to stdout as JSON lines, one [`Event`] per line, as soon as it knows
+//! writes what it learns to its result fd (see [`crate::probe::childproc`]; stdout when run by
+//! hand) as JSON lines, one [`Event`] per line, as soon as it knows
 //! it. The parent keeps every complete line it got, so a driver that wedges in the middle of
 //! device 3 still leaves devices 0–2 in the snapshot.
 //!
@@ -80,11 +81,18 @@ pub const PROTOCOL: u32 = 1;
 
 /// Entry point of `envdoctor __nvml-child`: query NVML, write events, return the exit code.
 pub fn run(lib: Option<&Path>) -> i32 {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // The parent's result fd (see `probe::childproc`); stdout when run by hand.
+    let mut out: Box<dyn Write> = match crate::probe::childproc::result_writer() {
+        Some(f) => Box::new(f),
+        None => Box::new(std::io::stdout()),
+    };
     let mut emit = |e: &Event| -> bool {
         match serde_json::to_string(e) {
-            Ok(line) => writeln!(out, "{line}").and_then(|_| out.flush()).is_ok(),
+            // One write per line, so nothing the driver prints can split it.
+            Ok(line) => out
+                .write_all(format!("{line}\n").as_bytes())
+                .and_then(|_| out.flush())
+                .is_ok(),
             Err(_) => false,
         }
     };

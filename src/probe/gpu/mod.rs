@@ -16,12 +16,9 @@ use super::{Apply, Context};
 use crate::snapshot::gpu::{Gpu, GpuLive, Nvml};
 use crate::snapshot::ProbeError;
 use child::{Event, RawDevice};
-use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wait_timeout::ChildExt;
 
 /// The hidden subcommand that runs [`child::run`].
 pub const CHILD_SUBCOMMAND: &str = "__nvml-child";
@@ -139,15 +136,18 @@ pub enum Ending {
 }
 
 fn run_child(exe: &Path, lib: Option<&Path>, budget: Duration) -> ChildRun {
+    use crate::probe::childproc;
+    let until = std::time::Instant::now() + budget;
     let mut cmd = Command::new(exe);
     cmd.arg(CHILD_SUBCOMMAND);
     if let Some(lib) = lib {
         cmd.arg("--lib").arg(lib);
     }
+    // Events travel on the result fd; what the driver prints on stdout is not read.
     cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let mut child = match cmd.spawn() {
+    let mut child = match childproc::spawn(&mut cmd) {
         Ok(c) => c,
         Err(e) => {
             return ChildRun {
@@ -156,83 +156,80 @@ fn run_child(exe: &Path, lib: Option<&Path>, budget: Duration) -> ChildRun {
             }
         }
     };
-    let out = Arc::new(Mutex::new(Vec::new()));
-    let err = Arc::new(Mutex::new(Vec::new()));
-    // Readers append as bytes arrive, so whatever came before a kill is kept even when the
-    // pipe never reaches end-of-file (a child stuck in the kernel cannot be reaped).
-    let readers = [
-        child
-            .stdout
-            .take()
-            .map(|s| spawn_reader(s, Arc::clone(&out))),
-        child
-            .stderr
-            .take()
-            .map(|s| spawn_reader(s, Arc::clone(&err))),
-    ];
-    let ending = match child.wait_timeout(budget) {
-        Ok(Some(status)) => {
-            use std::os::unix::process::ExitStatusExt;
-            match (status.code(), status.signal()) {
-                (Some(c), _) => Ending::Exited(c),
-                (None, Some(s)) => Ending::Signal(s),
-                _ => Ending::Exited(-1),
+    let err = child
+        .child
+        .stderr
+        .take()
+        .map(|s| childproc::tail_reader(s, 64 * 1024));
+    let mut run = ChildRun::default();
+    let Some(out) = child.results.take() else {
+        return run;
+    };
+    let lines = childproc::line_reader(out, childproc::MAX_LINE, MAX_OUTPUT);
+    // Lines arrive as they are written, so whatever came before a kill is kept; the child's
+    // exit is watched directly, because a process NVML forked may hold the pipe open.
+    let mut gone_at: Option<std::time::Instant> = None;
+    let ending = loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match lines.recv_timeout(left.min(Duration::from_millis(20))) {
+            Ok(l) => {
+                let parsed = std::str::from_utf8(&l.bytes)
+                    .ok()
+                    .filter(|_| !l.cut)
+                    .and_then(|t| serde_json::from_str::<Event>(t).ok());
+                match parsed {
+                    Some(e) => {
+                        let done = e == Event::Done;
+                        run.events.push(e);
+                        if done {
+                            let st = child.wait_exit(Duration::from_millis(100));
+                            break ending_of(st);
+                        }
+                    }
+                    None if l.bytes.iter().all(u8::is_ascii_whitespace) => {}
+                    None => run.bad_lines += 1,
+                }
+                continue;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                gone_at.get_or_insert_with(std::time::Instant::now);
             }
         }
-        Ok(None) | Err(_) => {
-            let _ = child.kill();
-            // Reap it if it dies promptly; never wait on a process stuck in the driver.
-            let _ = child.wait_timeout(Duration::from_millis(50));
-            Ending::TimedOut
+        if child.exited().is_some() {
+            gone_at.get_or_insert_with(std::time::Instant::now);
+        }
+        if let Some(t) = gone_at {
+            let status = child.exited();
+            if t.elapsed() >= Duration::from_millis(100) || status.is_none() {
+                let st = status.or_else(|| child.wait_exit(Duration::from_millis(200)));
+                break ending_of(st);
+            }
+        }
+        if std::time::Instant::now() >= until {
+            break Ending::TimedOut;
         }
     };
-    if ending != Ending::TimedOut {
-        // The child is gone: its pipes are at end-of-file, the readers finish at once.
-        for r in readers.into_iter().flatten() {
-            let _ = r.join();
-        }
-    }
-    let bytes = out.lock().map(|b| b.clone()).unwrap_or_default();
-    let err_bytes = err.lock().map(|b| b.clone()).unwrap_or_default();
-    let mut run = ChildRun {
-        ending,
-        stderr: tail(&String::from_utf8_lossy(&err_bytes), 2000),
-        ..Default::default()
-    };
-    // Only complete lines count: the last one may have been cut by the kill.
-    let text = String::from_utf8_lossy(&bytes);
-    let complete = match text.rfind('\n') {
-        Some(i) => &text[..i],
-        None => "",
-    };
-    for line in complete.lines().filter(|l| !l.trim().is_empty()) {
-        match serde_json::from_str::<Event>(line) {
-            Ok(e) => run.events.push(e),
-            Err(_) => run.bad_lines += 1,
-        }
-    }
+    // Kill the group: the child if still running, and anything the driver forked.
+    child.kill_group();
+    let err_bytes = err
+        .and_then(|e| e.lock().map(|b| b.clone()).ok())
+        .unwrap_or_default();
+    run.ending = ending;
+    run.stderr = tail(&String::from_utf8_lossy(&err_bytes), 2000);
     run
 }
 
-fn spawn_reader(
-    mut src: impl Read + Send + 'static,
-    sink: Arc<Mutex<Vec<u8>>>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        loop {
-            match src.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let Ok(mut s) = sink.lock() else { break };
-                    if s.len() + n > MAX_OUTPUT {
-                        break;
-                    }
-                    s.extend_from_slice(&buf[..n]);
-                }
-            }
-        }
-    })
+fn ending_of(status: Option<std::process::ExitStatus>) -> Ending {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(st) => match (st.code(), st.signal()) {
+            (Some(c), _) => Ending::Exited(c),
+            (None, Some(s)) => Ending::Signal(s),
+            _ => Ending::Exited(-1),
+        },
+        None => Ending::TimedOut,
+    }
 }
 
 fn tail(s: &str, max: usize) -> String {

@@ -1,29 +1,38 @@
 //! The load probe: `dlopen` each resolved library in a child envdoctor process
-//! (`envdoctor __load-child`) and ask it its version, so that a library that crashes in its
-//! constructor, hangs, or lacks a symbol becomes a [`LoadResult`] instead of taking envdoctor
-//! down.
+//! (`envdoctor __load-child`), so that a library that crashes in its constructor, hangs, or
+//! lacks a symbol becomes a [`LoadResult`] instead of taking envdoctor down.
 //!
 //! - **One child per environment** (per interpreter): glibc reuses an already-loaded object
 //!   with the same SONAME, so two environments' `libcudnn.so.8` must never meet in one process.
 //!   Within one child, libraries are loaded in the order given, `RTLD_NOW | RTLD_LOCAL` (what
 //!   TensorFlow's `dso_loader` and CPython's extension import use), so undefined symbols fail
 //!   at load.
-//! - The child writes one line before each library (`start`) and one after (`done`), each
-//!   prefixed by [`MARK`] so that a library printing to stdout cannot forge them. When the child
-//!   dies by a signal, the library it had started is `crashed` (with the signal's name) and a
-//!   fresh child goes on with the rest; when a library has not finished within its time limit
-//!   (see [`per_library_limit`]) the child is killed, that library is `timeout`, and a fresh
-//!   child goes on. Whatever is left at the probe's deadline is `skipped`.
-//! - Version entry points, by family: `cudaRuntimeGetVersion` and `cuDriverGetVersion`
-//!   (12040 → 12.4), `cudnnGetVersion` (8904 → 8.9.4 up to cuDNN 8, 90100 → 9.1.0 from 9.0),
-//!   `cuptiGetVersion` (the CUPTI API version, mapped to its CUDA release by [`CUPTI_API`]),
-//!   `ncclGetVersion` (2.9+: 22105 → 2.21.5; before: 2408 → 2.4.8), `cublasLtGetVersion`
-//!   (120405 → 12.4.5), `nvrtcVersion` / `nvJitLinkVersion` (major, minor), and
-//!   `<lib>GetProperty` (major, minor, patch) for cuBLAS, cuFFT, cuRAND, cuSOLVER, cuSPARSE.
+//! - **The child regime** ([`crate::probe::childproc`]): its own process group, killed as a
+//!   group when it is done or late (a library that forks leaves no orphan and does not hold the
+//!   probe to its deadline); results on a dedicated fd, read by a bounded line reader; whatever
+//!   the libraries print on stdout/stderr goes to `/dev/null`, so it can neither forge a result
+//!   nor glue itself onto one.
+//! - The child writes a line before each library (`start`), one after `dlopen` succeeded and
+//!   before the version call (`loaded`), one with the result (`done`) and one at the end
+//!   (`bye`), each prefixed by [`MARK`]. When the child dies by a signal (or hangs past its
+//!   limit, see [`per_library_limit`]) **while loading**, that library is `crashed` (`timeout`);
+//!   when it dies or hangs **in the version call**, the library is `loaded` with the version
+//!   unknown and `version_error` saying why: a fact about envdoctor's question, never a finding
+//!   about the library. A fresh child goes on with the rest; whatever is left at the probe's
+//!   deadline is `skipped`.
+//! - **Static versions first** ([`static_version`]): a library listed in the `RECORD` of an
+//!   `nvidia-*` wheel takes that wheel's version and is only loaded, never called into.
+//! - Version entry points otherwise, by family ([`version_entry_point`]), only those safe
+//!   without a driver: `cudaRuntimeGetVersion` and `cuDriverGetVersion` (12040 → 12.4),
+//!   `cudnnGetVersion` (8904 → 8.9.4 up to cuDNN 8, 90100 → 9.1.0 from 9.0), `ncclGetVersion`
+//!   (2.9+: 22105 → 2.21.5; before: 2408 → 2.4.8), `cublasLtGetVersion` (120405 → 12.4.5),
+//!   `nvrtcVersion` / `nvJitLinkVersion` (major, minor), and `<lib>GetProperty` (major, minor,
+//!   patch) for cuBLAS, cuFFT, cuRAND, cuSOLVER, cuSPARSE. `cuptiGetVersion` is never called
+//!   (it crashes without a driver); [`cupti_release`] still maps its API numbers.
 
 use crate::snapshot::libs::LoadResult;
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -57,8 +66,15 @@ pub struct Item {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 enum Line {
+    /// About to `dlopen` item `index`.
     Start { index: usize },
+    /// `dlopen` succeeded; the version entry point `call` is asked next. A crash or hang from
+    /// here on is the version call's, not the load's.
+    Loaded { index: usize, call: String },
+    /// Item `index` is finished.
     Done { index: usize, result: LoadResult },
+    /// Every item is finished.
+    Bye,
 }
 
 /// `12040` → `12.4` (CUDA runtime and driver API encoding).
@@ -120,14 +136,19 @@ pub fn signal_name(sig: i32) -> String {
 
 /// Entry point of `envdoctor __load-child FAMILY PATH [FAMILY PATH]...` (`-` for no family).
 pub fn child_main(args: &[String]) -> i32 {
-    let stdout = std::io::stdout();
-    let emit = |l: &Line| -> bool {
+    // The parent's result fd; stdout when run by hand.
+    let mut sink: Box<dyn Write> = match crate::probe::childproc::result_writer() {
+        Some(f) => Box::new(f),
+        None => Box::new(std::io::stdout()),
+    };
+    let mut emit = |l: &Line| -> bool {
         let Ok(json) = serde_json::to_string(l) else {
             return false;
         };
-        let mut out = stdout.lock();
-        writeln!(out, "{MARK}{json}")
-            .and_then(|_| out.flush())
+        // One write per line: a line never interleaves with another writer's bytes.
+        let line = format!("{MARK}{json}\n");
+        sink.write_all(line.as_bytes())
+            .and_then(|_| sink.flush())
             .is_ok()
     };
     for (index, pair) in args.chunks(2).enumerate() {
@@ -138,15 +159,48 @@ pub fn child_main(args: &[String]) -> i32 {
             return 1;
         }
         let fam = (fam != "-").then_some(fam.as_str());
-        let result = load_one(fam, Path::new(path));
+        let result = load_one(fam, Path::new(path), &mut |call| {
+            emit(&Line::Loaded {
+                index,
+                call: call.to_string(),
+            })
+        });
         if !emit(&Line::Done { index, result }) {
             return 1;
         }
     }
+    if !emit(&Line::Bye) {
+        return 1;
+    }
     0
 }
 
-fn load_one(family: Option<&str>, path: &Path) -> LoadResult {
+/// The version entry point of a family, when one is asked at all. CUPTI's `cuptiGetVersion`
+/// is never called: without an NVIDIA driver it crashes (and its answer is an API number, not
+/// a release); its version comes from the owning wheel instead ([`static_version`]).
+pub fn version_entry_point(family: &str) -> Option<&'static str> {
+    Some(match family {
+        "cudart" => "cudaRuntimeGetVersion",
+        "cuda" => "cuDriverGetVersion",
+        "cudnn" => "cudnnGetVersion",
+        "nccl" => "ncclGetVersion",
+        "cublasLt" => "cublasLtGetVersion",
+        "nvrtc" => "nvrtcVersion",
+        "nvJitLink" => "nvJitLinkVersion",
+        "cublas" => "cublasGetProperty",
+        "cufft" => "cufftGetProperty",
+        "curand" => "curandGetProperty",
+        "cusolver" => "cusolverGetProperty",
+        "cusparse" => "cusparseGetProperty",
+        _ => return None,
+    })
+}
+
+fn load_one(
+    family: Option<&str>,
+    path: &Path,
+    before_call: &mut dyn FnMut(&str) -> bool,
+) -> LoadResult {
     use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
     // SAFETY: loading a library runs its constructors; that is the point of this child
     // process, which exists so that whatever they do cannot harm envdoctor.
@@ -165,8 +219,12 @@ fn load_one(family: Option<&str>, path: &Path) -> LoadResult {
         ..Default::default()
     };
     if let Some(f) = family {
-        // SAFETY: each symbol is called with the C signature NVIDIA documents for it.
-        unsafe { ask_version(&lib, f, &mut r) };
+        if let Some(call) = version_entry_point(f) {
+            if before_call(call) {
+                // SAFETY: each symbol is called with the C signature NVIDIA documents for it.
+                unsafe { ask_version(&lib, f, &mut r) };
+            }
+        }
     }
     // Never unload: some libraries crash in their destructors; the process exit is enough.
     std::mem::forget(lib);
@@ -195,7 +253,7 @@ unsafe fn ask_version(lib: &libloading::os::unix::Library, family: &str, r: &mut
         let mut v: libc::c_int = 0;
         let rc = sym(&mut v);
         if rc != 0 {
-            r.error = Some(format!("{name} returned error {rc}"));
+            r.version_error = Some(format!("version unknown: {name} returned error {rc}"));
             return None;
         }
         r.raw_version = Some(v as i64);
@@ -215,7 +273,7 @@ unsafe fn ask_version(lib: &libloading::os::unix::Library, family: &str, r: &mut
         let (mut a, mut b): (libc::c_int, libc::c_int) = (0, 0);
         let rc = sym(&mut a, &mut b);
         if rc != 0 {
-            r.error = Some(format!("{name} returned error {rc}"));
+            r.version_error = Some(format!("version unknown: {name} returned error {rc}"));
             return None;
         }
         r.raw_version = Some(a as i64 * 1000 + b as i64 * 10);
@@ -228,7 +286,7 @@ unsafe fn ask_version(lib: &libloading::os::unix::Library, family: &str, r: &mut
         for (t, p) in parts.iter_mut().enumerate() {
             let rc = sym(t as libc::c_int, p);
             if rc != 0 {
-                r.error = Some(format!("{name}({t}) returned error {rc}"));
+                r.version_error = Some(format!("version unknown: {name}({t}) returned error {rc}"));
                 return None;
             }
         }
@@ -239,7 +297,6 @@ unsafe fn ask_version(lib: &libloading::os::unix::Library, family: &str, r: &mut
         "cudart" => int_out("cudaRuntimeGetVersion", r).map(cuda_version),
         "cuda" => int_out("cuDriverGetVersion", r).map(cuda_version),
         "cudnn" => size_ret("cudnnGetVersion", r).map(cudnn_version),
-        "cupti" => int_out("cuptiGetVersion", r).and_then(cupti_release),
         "nccl" => int_out("ncclGetVersion", r).map(nccl_version),
         "cublasLt" => size_ret("cublasLtGetVersion", r).map(cublaslt_version),
         "nvrtc" => two_out("nvrtcVersion", r),
@@ -251,6 +308,89 @@ unsafe fn ask_version(lib: &libloading::os::unix::Library, family: &str, r: &mut
         "cusparse" => property("cusparseGetProperty", r),
         _ => None,
     };
+    if r.version.is_some() {
+        r.version_source = Some("call".into());
+    }
+}
+
+/// How a family's wheel version maps to `LoadResult::version`: CUDA-release families keep
+/// `major.minor` (like their version calls), the others `major.minor.patch`.
+fn wheel_version_for(family: &str, version: &str) -> Option<String> {
+    let parts: Vec<&str> = version.split('.').collect();
+    if parts.len() < 2
+        || !parts
+            .iter()
+            .take(2)
+            .all(|p| p.chars().all(|c| c.is_ascii_digit()))
+    {
+        return None;
+    }
+    let keep = match family {
+        "cudart" | "cupti" | "nvrtc" | "nvJitLink" => 2,
+        _ => 3.min(parts.len()),
+    };
+    Some(parts[..keep].join("."))
+}
+
+/// Whether a wheel's `RECORD` (CSV: `path,hash,size`) lists `rel` (relative to site-packages).
+/// A path with a comma is quoted in RECORD (`"a,b.so",sha256=…,1`).
+pub fn record_lists(record: &str, rel: &str) -> bool {
+    record.lines().any(|l| {
+        let first = match l.strip_prefix('"') {
+            Some(q) => q.split_once("\",").map_or(q, |(p, _)| p),
+            None => l.split(',').next().unwrap_or(""),
+        };
+        first == rel
+    })
+}
+
+/// Largest RECORD read when looking for a library's owning wheel.
+const MAX_RECORD: u64 = 8 * 1024 * 1024;
+
+/// The version of `path` without calling into it: the `nvidia-*` wheel whose RECORD lists the
+/// file (its site-packages directory is an ancestor of the file). Returns (version, source).
+pub fn static_version(path: &Path, family: &str) -> Option<(String, String)> {
+    use std::io::Read;
+    if family == "cuda" {
+        // libcuda is the driver: no wheel owns it, its file name is the driver's version.
+        return None;
+    }
+    for dir in path.ancestors().skip(1).take(6) {
+        let Ok(rel) = path.strip_prefix(dir) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy();
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in rd.filter_map(Result::ok) {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let Some(stem) = name.strip_suffix(".dist-info") else {
+                continue;
+            };
+            if !stem.to_ascii_lowercase().starts_with("nvidia") {
+                continue;
+            }
+            let Ok(f) = std::fs::File::open(e.path().join("RECORD")) else {
+                continue;
+            };
+            if !f.metadata().is_ok_and(|m| m.is_file()) {
+                continue;
+            }
+            let mut text = String::new();
+            if f.take(MAX_RECORD).read_to_string(&mut text).is_err() {
+                continue;
+            }
+            if !record_lists(&text, &rel) {
+                continue;
+            }
+            let (dist, version) = stem.rsplit_once('-')?;
+            let v = wheel_version_for(family, version)?;
+            return Some((v, format!("dist-info {dist} {version}")));
+        }
+    }
+    None
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,16 +421,55 @@ pub fn load_all(
     deadline: Instant,
 ) -> Vec<LoadResult> {
     let mut results: Vec<Option<LoadResult>> = vec![None; items.len()];
+    // Static versions first: a library whose version is known from its wheel is only loaded,
+    // never called into.
+    let statics: Vec<Option<(String, String)>> = items
+        .iter()
+        .map(|it| {
+            it.family
+                .as_deref()
+                .and_then(|f| static_version(&it.path, f))
+        })
+        .collect();
+    let to_load: Vec<Item> = items
+        .iter()
+        .zip(&statics)
+        .map(|(it, st)| Item {
+            family: if st.is_some() {
+                None
+            } else {
+                it.family.clone()
+            },
+            path: it.path.clone(),
+        })
+        .collect();
     let mut next = 0;
-    while next < items.len() {
+    while next < to_load.len() {
         if Instant::now() >= deadline {
             break;
         }
-        next = run_child(exe, env, items, next, per_lib, deadline, &mut results);
+        next = run_child(exe, env, &to_load, next, per_lib, deadline, &mut results);
     }
     results
         .into_iter()
-        .map(|r| r.unwrap_or_else(|| skipped("the probe deadline came first")))
+        .zip(statics)
+        .zip(items)
+        .map(|((r, st), it)| {
+            let mut r = r.unwrap_or_else(|| skipped("the probe deadline came first"));
+            if r.status == "loaded" {
+                if let Some((v, source)) = st {
+                    r.version = Some(v);
+                    r.version_source = Some(source);
+                } else if it.family.as_deref() == Some("cupti") {
+                    r.version_error = Some(
+                        "version unknown: cuptiGetVersion is not called (it crashes without an \
+                         NVIDIA driver) and no nvidia-* wheel lists this file"
+                            .into(),
+                    );
+                }
+            }
+            r
+        })
         .collect()
 }
 
@@ -304,17 +483,19 @@ fn run_child(
     deadline: Instant,
     results: &mut [Option<LoadResult>],
 ) -> usize {
+    use crate::probe::childproc;
     let mut cmd = Command::new(exe);
     cmd.arg(CHILD_SUBCOMMAND);
     for it in &items[from..] {
         cmd.arg(it.family.as_deref().unwrap_or("-")).arg(&it.path);
     }
+    // Whatever the libraries print goes nowhere: results travel on the result fd only.
     cmd.env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let mut child = match cmd.spawn() {
+    let mut child = match childproc::spawn(&mut cmd) {
         Ok(c) => c,
         Err(e) => {
             for r in results.iter_mut().skip(from) {
@@ -323,108 +504,157 @@ fn run_child(
             return items.len();
         }
     };
-    let (tx, rx) = mpsc::channel::<Line>();
-    if let Some(out) = child.stdout.take() {
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                let Some(json) = line.strip_prefix(MARK) else {
-                    continue;
-                };
-                if let Ok(l) = serde_json::from_str::<Line>(json) {
-                    if tx.send(l).is_err() {
-                        break;
-                    }
-                }
-            }
-        });
-    }
-    // The index (absolute) being loaded and since when.
+    let Some(out) = child.results.take() else {
+        return items.len();
+    };
+    let lines = childproc::line_reader(out, childproc::MAX_LINE, childproc::MAX_TOTAL);
+    // The index (absolute) being worked on, since when, and the version call under way.
     let mut current: Option<(usize, Instant)> = None;
+    let mut calling: Option<String> = None;
+    // When the child was seen gone: lines it wrote before are still drained for a moment.
+    let mut gone_at: Option<Instant> = None;
     loop {
         let now = Instant::now();
         let limit = match current {
             Some((_, since)) => (since + per_lib).min(deadline),
             None => deadline,
         };
-        let wait = limit.saturating_duration_since(now);
-        match rx.recv_timeout(wait) {
-            Ok(Line::Start { index }) => current = Some((from + index, Instant::now())),
-            Ok(Line::Done { index, result }) => {
-                if let Some(r) = results.get_mut(from + index) {
-                    *r = Some(result);
-                }
-                current = None;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let _ = child.kill();
-                let _ = wait_timeout::ChildExt::wait_timeout(&mut child, Duration::from_millis(50));
-                return match current {
-                    Some((i, since)) => {
-                        results[i] = Some(LoadResult {
-                            status: "timeout".into(),
-                            error: Some(format!(
-                                "still loading after {:.1} s: killed",
-                                since.elapsed().as_secs_f64()
-                            )),
-                            ..Default::default()
-                        });
-                        i + 1
+        // Poll often enough to notice an exit even when a forked grandchild keeps the pipe open.
+        let wait = limit
+            .saturating_duration_since(now)
+            .min(Duration::from_millis(20));
+        match lines.recv_timeout(wait) {
+            Ok(line) => {
+                let Some(l) = parse_line(&line) else { continue };
+                match l {
+                    Line::Start { index } => {
+                        current = Some((from + index, Instant::now()));
+                        calling = None;
                     }
-                    None => items.len(),
-                };
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                // stdout closed: the child is gone (or closed it); learn how it ended.
-                let left = deadline.saturating_duration_since(Instant::now());
-                let status = wait_timeout::ChildExt::wait_timeout(
-                    &mut child,
-                    left.min(Duration::from_secs(1)),
-                );
-                let Some((i, _)) = current else {
-                    if !matches!(status, Ok(Some(_))) {
-                        let _ = child.kill();
-                    }
-                    for r in results.iter_mut().skip(from).filter(|r| r.is_none()) {
-                        *r = Some(LoadResult {
-                            status: "error".into(),
-                            error: Some("the load child ended before loading it".into()),
-                            ..Default::default()
-                        });
-                    }
-                    return items.len();
-                };
-                use std::os::unix::process::ExitStatusExt;
-                results[i] = Some(match status {
-                    Ok(Some(st)) => match (st.signal(), st.code()) {
-                        (Some(sig), _) => LoadResult {
-                            status: "crashed".into(),
-                            signal: Some(signal_name(sig)),
-                            error: Some(format!("killed by {} while loading", signal_name(sig))),
-                            ..Default::default()
-                        },
-                        (None, code) => LoadResult {
-                            status: "error".into(),
-                            error: Some(format!(
-                                "the process exited (status {}) while loading it",
-                                code.unwrap_or(-1)
-                            )),
-                            ..Default::default()
-                        },
-                    },
-                    _ => {
-                        let _ = child.kill();
-                        LoadResult {
-                            status: "error".into(),
-                            error: Some("closed its output while loading it".into()),
-                            ..Default::default()
+                    Line::Loaded { call, .. } => calling = Some(call),
+                    Line::Done { index, result } => {
+                        if let Some(r) = results.get_mut(from + index) {
+                            *r = Some(result);
                         }
+                        current = None;
+                        calling = None;
                     }
-                });
-                return i + 1;
+                    Line::Bye => {
+                        // Done: whatever it forked goes with it.
+                        child.kill_group();
+                        return items.len();
+                    }
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                if gone_at.is_none() {
+                    gone_at = Some(Instant::now());
+                }
             }
         }
+        let status = child.exited();
+        if status.is_some() && gone_at.is_none() {
+            gone_at = Some(Instant::now());
+        }
+        // Gone for 100 ms (its last lines are read by then) or the pipe closed: conclude.
+        let concluded = match gone_at {
+            Some(t) => t.elapsed() >= Duration::from_millis(100) || status.is_none(),
+            None => false,
+        };
+        if concluded {
+            let status = status.or_else(|| child.wait_exit(Duration::from_millis(200)));
+            child.kill_group();
+            return ended(status, current, calling, from, results);
+        }
+        if Instant::now() >= limit {
+            child.kill_group();
+            return match current {
+                Some((i, since)) => {
+                    let secs = since.elapsed().as_secs_f64();
+                    results[i] = Some(match calling {
+                        Some(call) => version_failed(
+                            &call,
+                            format!("{call} did not return within {secs:.1} s (killed)"),
+                        ),
+                        None => LoadResult {
+                            status: "timeout".into(),
+                            error: Some(format!("still loading after {secs:.1} s: killed")),
+                            ..Default::default()
+                        },
+                    });
+                    i + 1
+                }
+                None => items.len(),
+            };
+        }
     }
+}
+
+fn parse_line(line: &crate::probe::childproc::Line) -> Option<Line> {
+    if line.cut {
+        return None;
+    }
+    let text = std::str::from_utf8(&line.bytes).ok()?;
+    serde_json::from_str::<Line>(text.strip_prefix(MARK)?).ok()
+}
+
+/// A library that loaded, whose version call failed: the load is fine, the version unknown.
+fn version_failed(call: &str, why: String) -> LoadResult {
+    LoadResult {
+        status: "loaded".into(),
+        version_call: Some(call.to_string()),
+        version_error: Some(format!("version unknown: {why}")),
+        ..Default::default()
+    }
+}
+
+/// The result of the item under way when the child ended; returns the index to go on from.
+fn ended(
+    status: Option<std::process::ExitStatus>,
+    current: Option<(usize, Instant)>,
+    calling: Option<String>,
+    from: usize,
+    results: &mut [Option<LoadResult>],
+) -> usize {
+    let Some((i, _)) = current else {
+        for r in results.iter_mut().skip(from).filter(|r| r.is_none()) {
+            *r = Some(LoadResult {
+                status: "error".into(),
+                error: Some("the load child ended before loading it".into()),
+                ..Default::default()
+            });
+        }
+        return results.len();
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let how = match status {
+        Some(st) => match (st.signal(), st.code()) {
+            (Some(sig), _) => Ok(signal_name(sig)),
+            (None, code) => Err(format!(
+                "the process exited (status {})",
+                code.unwrap_or(-1)
+            )),
+        },
+        None => Err("closed its result pipe".to_string()),
+    };
+    results[i] = Some(match (calling, how) {
+        (Some(call), Ok(sig)) => version_failed(&call, format!("{call} crashed ({sig})")),
+        (Some(call), Err(e)) => version_failed(&call, format!("{e} in {call}")),
+        (None, Ok(sig)) => LoadResult {
+            status: "crashed".into(),
+            signal: Some(sig.clone()),
+            error: Some(format!("killed by {sig} while loading")),
+            ..Default::default()
+        },
+        (None, Err(e)) => LoadResult {
+            status: "error".into(),
+            error: Some(format!("{e} while loading it")),
+            ..Default::default()
+        },
+    });
+    i + 1
 }
 
 #[cfg(test)]

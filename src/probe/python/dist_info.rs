@@ -511,7 +511,12 @@ impl<'a> Scanner<'a> {
             location: location.to_string(),
             metadata: machine.to_string_lossy().into_owned(),
             requires_python: headers.requires_python,
-            requires: headers.requires_dist,
+            // A `name @ URL` requirement may carry credentials in its URL.
+            requires: headers
+                .requires_dist
+                .iter()
+                .map(|r| redact_url(r))
+                .collect(),
             ..Default::default()
         };
         match headers.version.filter(|v| !v.is_empty()) {
@@ -555,7 +560,9 @@ impl<'a> Scanner<'a> {
         if egg {
             let (m, h) = side("requires.txt");
             match self.small(&m, h.as_deref(), Want::Whole) {
-                Ok(Some(text)) => pkg.requires = egg_requires(&text),
+                Ok(Some(text)) => {
+                    pkg.requires = egg_requires(&text).iter().map(|r| redact_url(r)).collect()
+                }
                 Ok(None) => {}
                 Err(e) => errors.push(ProbeError::from_root("python", &e)),
             }
@@ -582,7 +589,7 @@ impl<'a> Scanner<'a> {
                         .unwrap_or(false);
                     if editable {
                         let url = v.get("url").and_then(|u| u.as_str()).unwrap_or("");
-                        pkg.editable = Some(url_to_path(url));
+                        pkg.editable = Some(redact_url(&url_to_path(url)));
                     }
                 }
                 Err(e) => errors.push(ProbeError::at("python", &m, format!("invalid JSON: {e}"))),
@@ -701,6 +708,16 @@ pub fn egg_requires(text: &str) -> Vec<String> {
     out
 }
 
+/// Credentials in a URL inside `s` replaced (only when it holds a URL: plain text is kept
+/// as it is, so requirement strings without URLs are untouched).
+fn redact_url(s: &str) -> String {
+    if s.contains("://") {
+        crate::probe::env::redact_value(s)
+    } else {
+        s.to_string()
+    }
+}
+
 /// `file:///home/u/proj%20x` → `/home/u/proj x`; other URLs are kept as they are.
 fn url_to_path(url: &str) -> String {
     let Some(rest) = url.strip_prefix("file://") else {
@@ -782,6 +799,18 @@ mod tests {
                 "importlib-metadata ; (python_version < \"3.8\")".to_string(),
                 "pywin32 ; (sys_platform == \"win32\") and extra == \"test\"".to_string(),
             ]
+        );
+    }
+
+    #[test]
+    fn credentials_in_requirement_urls_are_redacted() {
+        assert_eq!(
+            redact_url("pkg @ https://bob:t0k/en@pypi.example/pkg.whl"),
+            "pkg @ https://bob:<redacted>@pypi.example/pkg.whl"
+        );
+        assert_eq!(
+            redact_url("numpy>=1.21 ; python_version >= \"3.8\""),
+            "numpy>=1.21 ; python_version >= \"3.8\""
         );
     }
 

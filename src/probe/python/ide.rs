@@ -87,6 +87,47 @@ fn expand_vscode(c: &Collector, project: &Path, raw: &str) -> String {
     out
 }
 
+/// Deepest `[`/`{` nesting read from a settings file: the JSON-with-comments parser recurses once
+/// per level (thousands of levels overflow the stack), and real settings stay below 10.
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// The deepest `[`/`{` nesting of JSON with comments, skipping strings and comments.
+pub fn jsonc_depth(text: &str) -> usize {
+    let b = text.as_bytes();
+    let (mut i, mut depth, mut deepest) = (0usize, 0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' => {
+                let q = b[i];
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    deepest
+}
+
 /// `python.defaultInterpreterPath` / `python.pythonPath` in the project's VS Code settings, then
 /// in the user's (`${XDG_CONFIG_HOME:-~/.config}/Code/User/settings.json`).
 pub fn vscode(c: &mut Collector) {
@@ -110,6 +151,16 @@ fn vscode_file(c: &mut Collector, file: &Path, project: Option<&Path>) {
     let Some(text) = c.read_text(file) else {
         return;
     };
+    let depth = jsonc_depth(&text);
+    if depth > MAX_JSON_DEPTH {
+        c.error(
+            file,
+            format!(
+                "invalid settings.json: nested {depth} deep (at most {MAX_JSON_DEPTH} levels are read)"
+            ),
+        );
+        return;
+    }
     let value = match jsonc_parser::parse_to_serde_value(&text, &Default::default()) {
         Ok(Some(v)) => v,
         Ok(None) => return,

@@ -87,7 +87,17 @@ fn scan_packages(
         if !entry.exists || entry.path.ends_with(".zip") || !entry.path.starts_with('/') {
             continue;
         }
-        let dir = PathBuf::from(&entry.path);
+        // A directory whose name is not UTF-8 is written lossily in `sys_path`; the real path is
+        // the one `sys_path` listed, with the same lossy spelling.
+        let dir = if entry.path.contains('\u{FFFD}') {
+            listings
+                .keys()
+                .find(|k| k.to_string_lossy() == entry.path.as_str())
+                .cloned()
+                .unwrap_or_else(|| PathBuf::from(&entry.path))
+        } else {
+            PathBuf::from(&entry.path)
+        };
         let Some(listing) = site::listing(root, listings, &dir, errors) else {
             continue;
         };

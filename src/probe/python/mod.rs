@@ -97,12 +97,26 @@ pub fn inspect_all_with(
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(f) = found.get(i) else { break };
             let mut errs = Vec::new();
-            let mut py = interp::inspect(root, env, f, &mut errs);
+            // A panic in one interpreter's files costs that interpreter only, not its neighbours.
+            let mut py = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                interp::inspect(root, env, f, &mut errs)
+            }))
+            .unwrap_or_else(|_| {
+                errs.push(ProbeError::new(
+                    "python",
+                    format!(
+                        "inspecting {} failed unexpectedly (a bug in envdoctor); only what \
+                         discovery knew is kept",
+                        f.path.display()
+                    ),
+                ));
+                interp::named(f)
+            });
             if let Some(machine) = machine {
-                let (kept, omitted) = requires::bounded(
-                    requires::unmet(&py, machine),
-                    crate::snapshot::python::UNMET_REQUIREMENTS_KEPT,
-                );
+                let (unmet, problems) = requires::unmet_checked(&py, machine);
+                errs.extend(problems.into_iter().map(|m| ProbeError::new("python", m)));
+                let (kept, omitted) =
+                    requires::bounded(unmet, crate::snapshot::python::UNMET_REQUIREMENTS_KEPT);
                 py.unmet_requirements = kept;
                 py.unmet_requirements_omitted = omitted;
             }
@@ -114,7 +128,14 @@ pub fn inspect_all_with(
         work()
     } else {
         std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
+            let handles: Vec<_> = (0..workers)
+                .filter_map(|_| {
+                    std::thread::Builder::new()
+                        .stack_size(super::PROBE_STACK)
+                        .spawn_scoped(s, work)
+                        .ok()
+                })
+                .collect();
             let mut all = Vec::new();
             for h in handles {
                 match h.join() {

@@ -47,6 +47,11 @@ pub fn marker_environment(version: &str, machine: &str) -> Option<MarkerEnvironm
 /// The unmet requirements of `py`'s packages. With no known Python version only requirements
 /// without markers are checked (a marker cannot be evaluated).
 pub fn unmet(py: &Python, machine: &str) -> Vec<UnmetRequirement> {
+    unmet_checked(py, machine).0
+}
+
+/// [`unmet`], and the lines that could not be checked, each naming its metadata file.
+pub fn unmet_checked(py: &Python, machine: &str) -> (Vec<UnmetRequirement>, Vec<String>) {
     let env = py
         .version
         .as_deref()
@@ -59,15 +64,87 @@ pub fn unmet(py: &Python, machine: &str) -> Vec<UnmetRequirement> {
         }
     }
     let mut out = Vec::new();
+    let mut problems = Vec::new();
     for pkg in visible.values() {
         for raw in &pkg.requires {
-            if let Some(u) = check(pkg, raw, env.as_ref(), &visible) {
-                out.push(u);
+            match parse(raw) {
+                Ok(Some(req)) => {
+                    if let Some(u) = check(pkg, raw, &req, env.as_ref(), &visible) {
+                        out.push(u);
+                    }
+                }
+                Ok(None) => {}
+                Err(why) => problems.push(format!(
+                    "{}: requirement {:?} was not checked: {why}",
+                    pkg.metadata,
+                    short(raw.trim())
+                )),
             }
         }
     }
     out.sort_by(|a, b| (&a.package, &a.required).cmp(&(&b.package, &b.required)));
-    out
+    (out, problems)
+}
+
+/// Deepest parenthesis nesting accepted in a marker: the parser recurses once per level, and
+/// real markers stay below 5.
+pub const MAX_MARKER_DEPTH: usize = 32;
+
+/// Longest requirement line parsed (real ones stay far below).
+pub const MAX_REQUIREMENT_LEN: usize = 16 * 1024;
+
+/// Parse one `Requires-Dist` line. `Ok(None)`: not a requirement (pip skips such lines with a
+/// warning, and so do we). `Err`: a line that would take the parser down (a name ending in `.`,
+/// `-` or `_` before another character makes `pep508_rs` 0.9 panic; thousands of nested
+/// parentheses overflow the stack), said so that the caller can name the file.
+pub fn parse(raw: &str) -> Result<Option<Requirement<pep508_rs::VerbatimUrl>>, String> {
+    let line = raw.trim();
+    if line.len() > MAX_REQUIREMENT_LEN {
+        return Err(format!("longer than {} KiB", MAX_REQUIREMENT_LEN / 1024));
+    }
+    let name_end = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')))
+        .unwrap_or(line.len());
+    if name_end > 0 && !line.as_bytes()[name_end - 1].is_ascii_alphanumeric() {
+        return Err(format!(
+            "the name {:?} does not end in a letter or digit (PEP 508)",
+            &line[..name_end]
+        ));
+    }
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    for b in line.bytes() {
+        match b {
+            b'(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest > MAX_MARKER_DEPTH {
+        return Err(format!(
+            "parentheses nested {deepest} deep (at most {MAX_MARKER_DEPTH} are read)"
+        ));
+    }
+    // Backstop for parser panics not foreseen above: the line is refused, the probe goes on.
+    match std::panic::catch_unwind(|| Requirement::<pep508_rs::VerbatimUrl>::from_str(line)) {
+        Ok(Ok(r)) => Ok(Some(r)),
+        Ok(Err(_)) => Ok(None),
+        Err(_) => Err("the PEP 508 parser failed on it".into()),
+    }
+}
+
+fn short(s: &str) -> String {
+    if s.len() <= 80 {
+        return s.to_string();
+    }
+    let mut end = 80;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }
 
 /// Keep at most `keep` of `all` (sorted as [`unmet`] sorts them): version conflicts (the
@@ -90,10 +167,10 @@ pub fn bounded(mut all: Vec<UnmetRequirement>, keep: usize) -> (Vec<UnmetRequire
 fn check(
     pkg: &Package,
     raw: &str,
+    req: &Requirement<pep508_rs::VerbatimUrl>,
     env: Option<&MarkerEnvironment>,
     installed: &BTreeMap<&str, &Package>,
 ) -> Option<UnmetRequirement> {
-    let req = Requirement::<pep508_rs::VerbatimUrl>::from_str(raw.trim()).ok()?;
     match env {
         Some(env) => {
             if !req.evaluate_markers(env, &[]) {

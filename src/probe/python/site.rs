@@ -136,9 +136,11 @@ pub fn layout(
         return out;
     };
     let site_prefix = exe_dir.parent().unwrap_or(Path::new("/")).to_path_buf();
+    // Anything but a directory counts as there: a pyvenv.cfg that cannot be read (a FIFO, a
+    // device) still makes a venv, with a probe error, instead of making it vanish.
     let cfg_file = [exe_dir.join("pyvenv.cfg"), site_prefix.join("pyvenv.cfg")]
         .into_iter()
-        .find(|f| root.is_file(f));
+        .find(|f| root.exists(f) && !root.is_dir(f));
     if let Some(file) = cfg_file {
         let cfg = match root.read_to_string_lossy(&file) {
             Ok(text) => parse_pyvenv_cfg(&file, &text),

@@ -1,0 +1,715 @@
+//! One fuzz target per parser of envdoctor, each with its seeds (real files) and, where a
+//! checksum or a container would stop a byte mutator, a structure-aware mutator.
+//! Include after `engine.rs`: `#[path = "../fuzz/targets.rs"] mod targets;`.
+#![allow(dead_code)]
+
+use super::engine::{havoc, Rng, Scratch, Target};
+use envdoctor::probe::checkpoint::{
+    hdf5, keras, onnx, safetensors, saved_model, tf_ckpt, tf_index, torch,
+};
+use envdoctor::probe::libs::{elf, ldcache, load};
+use envdoctor::probe::python::{discovery::Collector, dist_info, ide, pth, requires, site};
+use envdoctor::root::{Env, Root};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets.
+
+fn metadata(_: &mut Scratch, b: &[u8]) {
+    let h = dist_info::parse_headers(b);
+    let mut pkg = envdoctor::snapshot::python::Package::default();
+    if let Some(v) = h.version {
+        dist_info::set_version(&mut pkg, v);
+    }
+    for r in &h.requires_dist {
+        let _ = requires::parse(r);
+    }
+    if let Some(rp) = h.requires_python {
+        let _ = rp.parse::<pep440_rs::VersionSpecifiers>();
+    }
+}
+
+fn requires_txt(_: &mut Scratch, b: &[u8]) {
+    for r in dist_info::egg_requires(&text(b)) {
+        let _ = requires::parse(&r);
+    }
+}
+
+fn record(_: &mut Scratch, b: &[u8]) {
+    let t = text(b);
+    let first = t
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .next()
+        .unwrap_or("");
+    let _ = load::record_lists(&t, first);
+    let _ = load::record_lists(&t, "nvidia/cu13/lib/libcupti.so.13");
+}
+
+fn pth_file(_: &mut Scratch, b: &[u8]) {
+    let _ = pth::parse(Path::new("/v/lib/python3.11/site-packages"), &text(b));
+}
+
+fn pyvenv_cfg(_: &mut Scratch, b: &[u8]) {
+    let _ = site::parse_pyvenv_cfg(Path::new("/v/pyvenv.cfg"), &text(b));
+}
+
+fn with_collector(s: &Scratch, env: &[(&str, &str)], f: impl FnOnce(&mut Collector)) {
+    let root = Root::new(s.dir.path());
+    let env = Env::from_pairs(env.iter().copied());
+    let mut errors = Vec::new();
+    let mut c = Collector::new(&root, &env, Some(PathBuf::from("/proj")), &mut errors);
+    f(&mut c);
+}
+
+fn vscode_settings(s: &mut Scratch, b: &[u8]) {
+    s.put("/proj/.vscode/settings.json", b);
+    with_collector(s, &[], ide::vscode);
+}
+
+fn pycharm_xml(s: &mut Scratch, b: &[u8]) {
+    s.put("/proj/.idea/misc.xml", b);
+    s.put("/cfg/JetBrains/PyCharm2024.1/options/jdk.table.xml", b);
+    with_collector(
+        s,
+        &[("XDG_CONFIG_HOME", "/cfg"), ("HOME", "/home/u")],
+        ide::pycharm,
+    );
+}
+
+fn kernelspec(s: &mut Scratch, b: &[u8]) {
+    s.put("/data/kernels/k/kernel.json", b);
+    with_collector(s, &[("JUPYTER_DATA_DIR", "/data")], ide::jupyter);
+}
+
+fn ld_so_cache(_: &mut Scratch, b: &[u8]) {
+    if let Ok(c) = ldcache::parse(b) {
+        let _ = c.lookup("libcudart.so.12", &["x86-64-v3"]);
+        let _ = c.keys();
+    }
+}
+
+fn elf_file(s: &mut Scratch, b: &[u8]) {
+    s.put("/lib/libx.so", b);
+    let root = Root::new(s.dir.path());
+    let _ = elf::read(&root, Path::new("/lib/libx.so"));
+    let _ = elf::read_with_symbols(&root, Path::new("/lib/libx.so"));
+}
+
+fn tf_index_file(s: &mut Scratch, b: &[u8]) {
+    let f = s.file(b);
+    let _ = tf_index::read_table(f, b.len() as u64);
+    let _ = tf_index::read_bundle(f, b.len() as u64);
+}
+
+fn tf_state(_: &mut Scratch, b: &[u8]) {
+    let _ = tf_ckpt::parse_state(&text(b));
+}
+
+fn saved_model_pb(_: &mut Scratch, b: &[u8]) {
+    let mut sm = envdoctor::snapshot::checkpoint::SavedModel::default();
+    let _ = saved_model::parse_saved_model_pb(b, &mut sm);
+    let _ = saved_model::keras_metadata_classes(b);
+    let _ = tf_ckpt::first_bytes_field(b, 1);
+}
+
+fn keras_zip(s: &mut Scratch, b: &[u8]) {
+    let f = s.file(b);
+    if let Ok(f) = f.try_clone() {
+        use std::io::Seek;
+        let mut f = f;
+        let _ = f.rewind();
+        let _ = keras::inspect_v3(f);
+    }
+}
+
+fn hdf5_file(s: &mut Scratch, b: &[u8]) {
+    let f = s.file(b);
+    let len = b.len() as u64;
+    let _ = hdf5::find_superblock(f, len);
+    let _ = hdf5::root_attributes(f, len);
+    let _ = keras::inspect_h5(f, len);
+}
+
+fn torch_zip(s: &mut Scratch, b: &[u8]) {
+    let f = s.file(b);
+    if let Ok(f) = f.try_clone() {
+        use std::io::Seek;
+        let mut f = f;
+        let _ = f.rewind();
+        let _ = torch::inspect_zip(f);
+    }
+}
+
+fn torch_pickle(_: &mut Scratch, b: &[u8]) {
+    let _ = torch::scan(b);
+    let _ = torch::inspect_legacy(b);
+}
+
+fn safetensors_file(s: &mut Scratch, b: &[u8]) {
+    let f = s.file(b);
+    let _ = safetensors::inspect(f, b.len() as u64);
+}
+
+fn onnx_file(s: &mut Scratch, b: &[u8]) {
+    let f = s.file(b);
+    let _ = onnx::inspect(f, b.len() as u64);
+}
+
+fn rule_yaml(_: &mut Scratch, b: &[u8]) {
+    let t = text(b);
+    let compiled = envdoctor::rules::compile::Compiler::new("fuzz.yaml", &t).compile_file(false);
+    // The inline tests evaluate every rule: worth it on small files, too slow on whole packs.
+    if let (Ok(rules), true) = (compiled, b.len() < 8192) {
+        let set = envdoctor::rules::RuleSet::from_rules(rules);
+        let _ = set.run_tests();
+    }
+}
+
+thread_local! {
+    static SHIPPED: Option<envdoctor::rules::RuleSet> = envdoctor::rules::RuleSet::shipped().ok();
+    static BLOCKS: std::cell::RefCell<std::collections::HashMap<u64, Vec<(usize, usize)>>> =
+        Default::default();
+}
+
+fn snapshot_json(_: &mut Scratch, b: &[u8]) {
+    if let Ok(snap) = envdoctor::Snapshot::from_json_fast(&text(b), "fuzz.json") {
+        SHIPPED.with(|set| {
+            if let Some(set) = set {
+                let limits = envdoctor::rules::EvalLimits {
+                    per_rule: std::time::Duration::from_millis(200),
+                    until: None,
+                };
+                let _ = set.check_within(&snap, limits);
+            }
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structure-aware mutators.
+
+/// The members of a zip, in order.
+fn unzip(b: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
+    let mut z = zip::ZipArchive::new(std::io::Cursor::new(b)).ok()?;
+    let mut out = Vec::new();
+    for i in 0..z.len() {
+        let mut f = z.by_index(i).ok()?;
+        let name = f.name().ok()?.to_string();
+        let mut data = Vec::new();
+        f.by_ref().take(4 << 20).read_to_end(&mut data).ok()?;
+        out.push((name, data));
+    }
+    Some(out)
+}
+
+fn rezip(members: &[(String, Vec<u8>)], deflate: bool) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let method = if deflate {
+        zip::CompressionMethod::Deflated
+    } else {
+        zip::CompressionMethod::Stored
+    };
+    let opts = zip::write::SimpleFileOptions::default().compression_method(method);
+    for (name, data) in members {
+        if w.start_file(name.as_str(), opts).is_err() {
+            continue;
+        }
+        let _ = w.write_all(data);
+    }
+    w.finish().map(|c| c.into_inner()).unwrap_or_default()
+}
+
+/// Mutate one member of a zip (its bytes, or its name) and rebuild the archive, so CRCs and
+/// the central directory stay valid and the member parser is reached.
+fn zip_member(rng: &mut Rng, seed: &[u8], others: &[Vec<u8>], dict: &[&[u8]]) -> Vec<u8> {
+    let Some(mut members) = unzip(seed) else {
+        return havoc(rng, seed, others, dict);
+    };
+    if members.is_empty() {
+        return havoc(rng, seed, others, dict);
+    }
+    let i = rng.below(members.len());
+    if rng.chance(8) {
+        let name = havoc(rng, members[i].0.as_bytes(), &[], dict);
+        members[i].0 = String::from_utf8_lossy(&name).into_owned();
+    } else {
+        members[i].1 = havoc(rng, &members[i].1, &[], dict);
+    }
+    if rng.chance(10) {
+        members.remove(rng.below(members.len()));
+    }
+    rezip(&members, rng.chance(4))
+}
+
+/// The (start, end) of each block of a LevelDB table (TensorFlow's `.index`): blocks lie end
+/// to end from offset 0, each followed by a 1-byte type and a masked CRC32C of block + type.
+fn table_blocks(b: &[u8]) -> Vec<(usize, usize)> {
+    let mut blocks = Vec::new();
+    let mut s = 0usize;
+    let limit = b.len().saturating_sub(48);
+    while s < limit {
+        let start = s;
+        let end = (start..limit.saturating_sub(4)).find(|&e| {
+            b[e] == 0
+                && tf_index::masked_crc32c(&b[start..=e])
+                    == u32::from_le_bytes([b[e + 1], b[e + 2], b[e + 3], b[e + 4]])
+        });
+        let Some(e) = end else { break };
+        blocks.push((start, e));
+        s = e + 5;
+    }
+    blocks
+}
+
+/// Mutate inside one block of the table (same length) and recompute its checksum, so the
+/// mutation reaches the block parser instead of the checksum test.
+fn table_crc(rng: &mut Rng, seed: &[u8], others: &[Vec<u8>], dict: &[&[u8]]) -> Vec<u8> {
+    // Block boundaries of a seed are found once (the search is quadratic).
+    let key = seed.iter().fold(seed.len() as u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let blocks = BLOCKS.with(|c| {
+        c.borrow_mut()
+            .entry(key)
+            .or_insert_with(|| table_blocks(seed))
+            .clone()
+    });
+    if blocks.is_empty() {
+        return havoc(rng, seed, others, dict);
+    }
+    let mut d = seed.to_vec();
+    let (s, e) = blocks[rng.below(blocks.len())];
+    let body = &d[s..e];
+    let mut m = havoc(rng, body, &[], dict);
+    m.resize(body.len(), 0);
+    d[s..e].copy_from_slice(&m);
+    let crc = tf_index::masked_crc32c(&d[s..=e]);
+    d[e + 1..e + 5].copy_from_slice(&crc.to_le_bytes());
+    d
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeds.
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// Files under `dirs` whose name satisfies `want`, at most `max` of them, each at most
+/// `max_len` bytes, sorted (deterministic).
+fn files(dirs: &[PathBuf], want: &dyn Fn(&str) -> bool, max: usize, max_len: u64) -> Vec<Vec<u8>> {
+    let mut found = Vec::new();
+    let mut stack: Vec<(PathBuf, usize)> = dirs.iter().map(|d| (d.clone(), 0)).collect();
+    while let Some((d, depth)) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let Ok(ft) = e.file_type() else { continue };
+            let p = e.path();
+            if ft.is_dir() && depth < 12 {
+                stack.push((p, depth + 1));
+            } else if ft.is_file()
+                && want(&e.file_name().to_string_lossy())
+                && e.metadata().is_ok_and(|m| m.len() <= max_len)
+            {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+        .into_iter()
+        .take(max)
+        .filter_map(|p| std::fs::read(p).ok())
+        .collect()
+}
+
+/// Real files of this machine's Python installs and of cached PyPI venvs (when present).
+fn python_dirs() -> Vec<PathBuf> {
+    let mut d = vec![
+        repo("fixtures/machines"),
+        PathBuf::from("/usr/lib/python3/dist-packages"),
+    ];
+    if let Some(h) = std::env::var_os("HOME") {
+        d.push(Path::new(&h).join(".cache/envdoctor-pypi/venvs"));
+    }
+    d
+}
+
+fn ckpt() -> Vec<PathBuf> {
+    vec![repo("fixtures/checkpoints")]
+}
+
+fn members_of(zips: &[Vec<u8>], suffix: &str) -> Vec<Vec<u8>> {
+    zips.iter()
+        .filter_map(|z| unzip(z))
+        .flatten()
+        .filter(|(n, _)| n.ends_with(suffix))
+        .map(|(_, d)| d)
+        .collect()
+}
+
+/// The seeds of a target.
+pub fn seeds(name: &str) -> Vec<Vec<u8>> {
+    let mut s = match name {
+        "metadata" => files(
+            &python_dirs(),
+            &|n| n == "METADATA" || n == "PKG-INFO",
+            400,
+            1 << 20,
+        ),
+        "requires-txt" => files(&python_dirs(), &|n| n == "requires.txt", 200, 1 << 20),
+        "record" => files(&python_dirs(), &|n| n == "RECORD", 100, 1 << 20),
+        "pth" => files(&python_dirs(), &|n| n.ends_with(".pth"), 100, 1 << 16),
+        "pyvenv-cfg" => files(&python_dirs(), &|n| n == "pyvenv.cfg", 100, 1 << 16),
+        "vscode-settings" => files(&[repo("fixtures")], &|n| n == "settings.json", 50, 1 << 20),
+        "pycharm-xml" => files(
+            &[repo("fixtures")],
+            &|n| n == "misc.xml" || n == "jdk.table.xml",
+            50,
+            1 << 20,
+        ),
+        "kernelspec" => files(&[repo("fixtures")], &|n| n == "kernel.json", 50, 1 << 20),
+        "ld-so-cache" => {
+            let mut v = files(
+                &[PathBuf::from("/etc")],
+                &|n| n == "ld.so.cache",
+                1,
+                8 << 20,
+            );
+            v.extend(files(
+                &[repo("fixtures")],
+                &|n| n == "ld.so.cache",
+                20,
+                8 << 20,
+            ));
+            v
+        }
+        "elf" => {
+            let mut v = files(
+                &[PathBuf::from("/usr/lib/x86_64-linux-gnu")],
+                &|n| {
+                    n.starts_with("libz.so")
+                        || n.starts_with("libffi.so")
+                        || n.starts_with("libbz2.so")
+                },
+                6,
+                512 << 10,
+            );
+            v.extend(files(
+                &[repo("fixtures/machines")],
+                &|n| n.contains(".so"),
+                20,
+                512 << 10,
+            ));
+            v
+        }
+        "tf-index" => files(&ckpt(), &|n| n.ends_with(".index"), 20, 1 << 20),
+        "tf-state" => files(&ckpt(), &|n| n == "checkpoint", 20, 1 << 16),
+        "saved-model-pb" => files(&ckpt(), &|n| n.ends_with(".pb"), 20, 4 << 20),
+        "keras-zip" => files(&ckpt(), &|n| n.ends_with(".keras"), 20, 4 << 20),
+        "hdf5" => files(&ckpt(), &|n| n.ends_with(".h5"), 20, 4 << 20),
+        "torch-zip" => files(
+            &ckpt(),
+            &|n| n.ends_with(".pt") || n.ends_with(".pth") || n.ends_with(".bin"),
+            20,
+            4 << 20,
+        ),
+        "torch-pickle" => {
+            let zips = files(
+                &ckpt(),
+                &|n| n.ends_with(".pt") || n.ends_with(".bin"),
+                20,
+                4 << 20,
+            );
+            let mut v = members_of(&zips, ".pkl");
+            v.extend(zips.into_iter().filter(|z| !z.starts_with(b"PK")));
+            v
+        }
+        "safetensors" => files(&ckpt(), &|n| n.ends_with(".safetensors"), 20, 4 << 20),
+        "onnx" => files(&ckpt(), &|n| n.ends_with(".onnx"), 20, 4 << 20),
+        "rule-yaml" => files(&[repo("rules")], &|n| n.ends_with(".yaml"), 20, 4 << 20),
+        "snapshot-json" => files(
+            &[repo("fixtures/snapshots")],
+            &|n| n.ends_with(".json"),
+            30,
+            4 << 20,
+        ),
+        _ => Vec::new(),
+    };
+    if name == "requires-txt" {
+        s.push(
+            b"idna\n\n[gpu]\nfoo.*\n\n[:python_version < \"3.8\"]\nimportlib-metadata\n".to_vec(),
+        );
+    }
+    if name == "metadata" {
+        s.push(b"Metadata-Version: 2.1\nName: x\nVersion: 1.0\nRequires-Dist: foo.*\nRequires-Dist: a ; (python_version >= \"3\")\n".to_vec());
+    }
+    s
+}
+
+const TEXT_DICT: &[&[u8]] = &[
+    b"\n",
+    b" ",
+    b"(",
+    b")",
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b"\"",
+    b"'",
+    b",",
+    b";",
+    b":",
+    b"=",
+    b"==",
+    b">=",
+    b"<",
+    b"~=",
+    b".*",
+    b"@",
+    b"\\",
+    b"#",
+    b"//",
+    b"/*",
+    b"*/",
+    b"\xff",
+    b"\xc3\xa9",
+    b"\0",
+];
+
+const META_DICT: &[&[u8]] = &[
+    b"Requires-Dist: ",
+    b"Name: ",
+    b"Version: ",
+    b"Requires-Python: ",
+    b"extra == \"x\"",
+    b"; python_version < \"3.8\"",
+    b" and ",
+    b" or ",
+    b"platform_machine",
+    b"foo.*",
+    b"(",
+    b")",
+    b"\n",
+    b"\n\n",
+    b"1.0.dev0+local",
+    b"[",
+    b"]",
+    b" @ https://x/y.whl",
+    b"\xff",
+];
+
+const YAML_DICT: &[&[u8]] = &[
+    b"rules:\n",
+    b"  - id: ",
+    b"when:",
+    b"any_in: ",
+    b"all_in: ",
+    b"as: ",
+    b"where:",
+    b"fact: ",
+    b"equals: ",
+    b"cast: ",
+    b"pep440: ",
+    b"tests:",
+    b"expect: fire",
+    b"{{",
+    b"}}",
+    b"&a ",
+    b"*a",
+    b"- ",
+    b": ",
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b"!!binary ",
+    b"<<: ",
+    b"\n",
+    b"    ",
+];
+
+const BIN_DICT: &[&[u8]] = &[
+    b"\x80\x02",
+    b"\x89HDF\r\n\x1a\n",
+    b"PK\x03\x04",
+    b"\x7fELF",
+    b"ld.so-1.7.0",
+    b"glibc-ld.so.cache1.1",
+    b"\x00\x00\x00\x00",
+    b"\xff\xff\xff\xff",
+    b"{\"",
+    b"__metadata__",
+    b"}",
+    b"data.pkl",
+    b"archive/",
+    b"ctorch._utils\n_rebuild_tensor_v2\n",
+    b"q\x00",
+];
+
+/// Every target.
+pub fn all() -> Vec<Target> {
+    vec![
+        Target {
+            name: "metadata",
+            parser: "dist_info::parse_headers + requires::parse (pep508_rs)",
+            dict: META_DICT,
+            mutate: None,
+            run: metadata,
+        },
+        Target {
+            name: "requires-txt",
+            parser: "dist_info::egg_requires + requires::parse",
+            dict: META_DICT,
+            mutate: None,
+            run: requires_txt,
+        },
+        Target {
+            name: "record",
+            parser: "load::record_lists (RECORD)",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: record,
+        },
+        Target {
+            name: "pth",
+            parser: "pth::parse",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: pth_file,
+        },
+        Target {
+            name: "pyvenv-cfg",
+            parser: "site::parse_pyvenv_cfg",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: pyvenv_cfg,
+        },
+        Target {
+            name: "vscode-settings",
+            parser: "ide::vscode (JSON with comments)",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: vscode_settings,
+        },
+        Target {
+            name: "pycharm-xml",
+            parser: "ide::pycharm (misc.xml, jdk.table.xml)",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: pycharm_xml,
+        },
+        Target {
+            name: "kernelspec",
+            parser: "ide::jupyter (kernel.json)",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: kernelspec,
+        },
+        Target {
+            name: "ld-so-cache",
+            parser: "ldcache::parse",
+            dict: BIN_DICT,
+            mutate: None,
+            run: ld_so_cache,
+        },
+        Target {
+            name: "elf",
+            parser: "elf::read, elf::read_with_symbols",
+            dict: BIN_DICT,
+            mutate: None,
+            run: elf_file,
+        },
+        Target {
+            name: "tf-index",
+            parser: "tf_index::read_table/read_bundle (CRCs recomputed)",
+            dict: BIN_DICT,
+            mutate: Some(table_crc),
+            run: tf_index_file,
+        },
+        Target {
+            name: "tf-state",
+            parser: "tf_ckpt::parse_state",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: tf_state,
+        },
+        Target {
+            name: "saved-model-pb",
+            parser: "saved_model::parse_saved_model_pb, keras_metadata_classes",
+            dict: BIN_DICT,
+            mutate: None,
+            run: saved_model_pb,
+        },
+        Target {
+            name: "keras-zip",
+            parser: "keras::inspect_v3 (zip rebuilt)",
+            dict: TEXT_DICT,
+            mutate: Some(zip_member),
+            run: keras_zip,
+        },
+        Target {
+            name: "hdf5",
+            parser: "hdf5::find_superblock/root_attributes, keras::inspect_h5",
+            dict: BIN_DICT,
+            mutate: None,
+            run: hdf5_file,
+        },
+        Target {
+            name: "torch-zip",
+            parser: "torch::inspect_zip (zip rebuilt)",
+            dict: BIN_DICT,
+            mutate: Some(zip_member),
+            run: torch_zip,
+        },
+        Target {
+            name: "torch-pickle",
+            parser: "torch::scan, torch::inspect_legacy",
+            dict: BIN_DICT,
+            mutate: None,
+            run: torch_pickle,
+        },
+        Target {
+            name: "safetensors",
+            parser: "safetensors::inspect",
+            dict: BIN_DICT,
+            mutate: None,
+            run: safetensors_file,
+        },
+        Target {
+            name: "onnx",
+            parser: "onnx::inspect",
+            dict: BIN_DICT,
+            mutate: None,
+            run: onnx_file,
+        },
+        Target {
+            name: "rule-yaml",
+            parser: "rules::compile + inline tests",
+            dict: YAML_DICT,
+            mutate: None,
+            run: rule_yaml,
+        },
+        Target {
+            name: "snapshot-json",
+            parser: "Snapshot::from_json_fast + shipped rules",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: snapshot_json,
+        },
+    ]
+}

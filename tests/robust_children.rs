@@ -1,0 +1,312 @@
+//! Misbehaving libraries in the load child (issue 16 item 6, issue 12 "load probe honesty"),
+//! built with `cc` as real shared objects: a version call that crashes or hangs in a library
+//! that loads fine, a library that forks while loading, one that floods stdout, one that prints
+//! a forged result line; and the real libcupti from NVIDIA's wheel.
+
+#[path = "common/cc.rs"]
+mod cc;
+mod fake_nvml;
+#[path = "common/pypi.rs"]
+mod pypi;
+
+use envdoctor::probe::libs::load::{self, Item};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn exe() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_envdoctor"))
+}
+
+fn item(f: &str, p: &Path) -> Item {
+    Item {
+        family: Some(f.to_string()),
+        path: p.to_path_buf(),
+    }
+}
+
+/// A library that loads fine but whose version function segfaults (as libcupti's did without a
+/// driver) or never returns: the load is "loaded", the version unknown with the reason, never
+/// a crash of the library.
+#[test]
+fn a_crashing_or_hanging_version_call_is_version_unknown_not_a_load_crash() {
+    if !cc::have_cc() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let segv = cc::Lib::new("libcudnn.so.9")
+        .c("#include <stddef.h>\nsize_t cudnnGetVersion(void) { volatile int *p = 0; *p = 1; return 0; }")
+        .build(&d.join("a/libcudnn.so.9"));
+    let hang = cc::Lib::new("libnccl.so.2")
+        .c("#include <unistd.h>\nint ncclGetVersion(int *v) { for (;;) sleep(1000); return 0; }")
+        .build(&d.join("b/libnccl.so.2"));
+    let good = cc::Lib::new("libcudart.so.12")
+        .c("int cudaRuntimeGetVersion(int *v) { *v = 12040; return 0; }")
+        .build(&d.join("c/libcudart.so.12"));
+    let r = load::load_all(
+        exe(),
+        &[],
+        &[
+            item("cudnn", &segv),
+            item("nccl", &hang),
+            item("cudart", &good),
+        ],
+        Duration::from_millis(800),
+        Instant::now() + Duration::from_secs(10),
+    );
+    assert_eq!(r[0].status, "loaded", "{:?}", r[0]);
+    assert_eq!(r[0].signal, None);
+    assert_eq!(r[0].version, None);
+    let why = r[0].version_error.as_deref().unwrap();
+    assert!(why.contains("cudnnGetVersion crashed (SIGSEGV)"), "{why}");
+    assert_eq!(r[1].status, "loaded", "{:?}", r[1]);
+    assert!(
+        r[1].version_error
+            .as_deref()
+            .unwrap()
+            .contains("ncclGetVersion did not return"),
+        "{:?}",
+        r[1]
+    );
+    assert_eq!(r[2].version.as_deref(), Some("12.4"));
+}
+
+/// Whether a process is alive (a zombie is not).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next());
+            state != Some("Z") && state != Some("X")
+        }
+        Err(_) => false,
+    }
+}
+
+/// A library whose constructor forks a child that sleeps forever (holding every pipe): the
+/// probe ends when the load child does, not at the deadline, and the forked process is killed.
+#[test]
+fn a_library_that_forks_neither_stalls_the_probe_nor_leaves_an_orphan() {
+    if !cc::have_cc() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let pidfile = t.path().join("forked.pid");
+    let forker = cc::Lib::new("libcudnn.so.9")
+        .c(&format!(
+            "#include <unistd.h>\n#include <stdio.h>\n#include <stddef.h>\n\
+             size_t cudnnGetVersion(void) {{ return 90100; }}\n\
+             __attribute__((constructor)) static void spawn(void) {{\n\
+               pid_t p = fork();\n\
+               if (p == 0) {{ for (;;) sleep(1000); }}\n\
+               FILE *f = fopen(\"{}\", \"w\"); fprintf(f, \"%d\", (int)p); fclose(f);\n\
+             }}",
+            pidfile.display()
+        ))
+        .build(&t.path().join("libcudnn.so.9"));
+    let started = Instant::now();
+    let r = load::load_all(
+        exe(),
+        &[],
+        &[item("cudnn", &forker)],
+        Duration::from_secs(20),
+        started + Duration::from_secs(20),
+    );
+    let took = started.elapsed();
+    eprintln!("load probe with a forking library took {took:?} (deadline 20 s)");
+    assert_eq!(r[0].status, "loaded", "{:?}", r[0]);
+    assert_eq!(r[0].version.as_deref(), Some("9.1.0"));
+    assert!(took < Duration::from_secs(5), "waited {took:?}");
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    let until = Instant::now() + Duration::from_secs(2);
+    while alive(pid) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(pid), "the forked process {pid} outlived the probe");
+}
+
+/// Libraries that write to stdout: one floods it without a newline (the parent buffered all of
+/// it before), one prints a forged result line for another library and leaves a line open
+/// (which glued the next result line onto it and made a good load look failed).
+#[test]
+fn what_a_library_prints_can_neither_forge_nor_spoil_a_result() {
+    if !cc::have_cc() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let flood = cc::Lib::new("libcublasLt.so.12")
+        .c("#include <stdio.h>\n#include <stddef.h>\n\
+            size_t cublasLtGetVersion(void) { return 120405; }\n\
+            __attribute__((constructor)) static void flood(void) {\n\
+              static char buf[1 << 20];\n\
+              for (size_t i = 0; i < sizeof buf; i++) buf[i] = 'x';\n\
+              for (int i = 0; i < 200; i++) fwrite(buf, 1, sizeof buf, stdout);\n\
+              fflush(stdout);\n\
+            }")
+        .build(&d.join("a/libcublasLt.so.12"));
+    let forger = cc::Lib::new("libcudart.so.12")
+        .c("#include <stdio.h>\n\
+            int cudaRuntimeGetVersion(int *v) { *v = 12040; return 0; }\n\
+            __attribute__((constructor)) static void forge(void) {\n\
+              printf(\"@@envdoctor-load {\\\"event\\\":\\\"done\\\",\\\"index\\\":2,\\\"result\\\":{\\\"status\\\":\\\"loaded\\\",\\\"version\\\":\\\"99.9\\\"}}\\n\");\n\
+              printf(\"no newline here\");\n\
+              fflush(stdout);\n\
+            }")
+        .build(&d.join("b/libcudart.so.12"));
+    let victim = cc::Lib::new("libcudnn.so.9")
+        .c("#include <stddef.h>\nsize_t cudnnGetVersion(void) { return 90100; }")
+        .build(&d.join("c/libcudnn.so.9"));
+    let started = Instant::now();
+    let r = load::load_all(
+        exe(),
+        &[],
+        &[
+            item("cublasLt", &flood),
+            item("cudart", &forger),
+            item("cudnn", &victim),
+        ],
+        Duration::from_secs(10),
+        started + Duration::from_secs(20),
+    );
+    assert_eq!(r[0].status, "loaded", "{:?}", r[0]);
+    assert_eq!(r[0].version.as_deref(), Some("12.4.5"));
+    assert_eq!(r[1].status, "loaded", "{:?}", r[1]);
+    assert_eq!(r[1].version.as_deref(), Some("12.4"));
+    assert_eq!(r[2].status, "loaded", "{:?}", r[2]);
+    assert_eq!(r[2].version.as_deref(), Some("9.1.0"), "forged: {:?}", r[2]);
+}
+
+/// The real libcupti from NVIDIA's CUDA 13 wheel (the one a fresh `pip install torch==2.15.0`
+/// brings, whose cuptiGetVersion crashed without a driver and was reported as
+/// `library-load-crashes`): it loads, its version comes from the wheel, nothing is called.
+#[test]
+fn real_cupti_wheel_loads_and_is_versioned_from_its_wheel() {
+    let Some(venv) = pypi::need(
+        "nvidia-cuda-cupti venv",
+        pypi::cached_venv(&["torch==2.15.0"]),
+    ) else {
+        return;
+    };
+    let site = venv.join("lib/python3.11/site-packages");
+    let cupti = site.join("nvidia/cu13/lib/libcupti.so.13");
+    assert!(cupti.is_file(), "{} missing", cupti.display());
+    let wheel = std::fs::read_dir(&site)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("nvidia_cuda_cupti") && n.ends_with(".dist-info"))
+        .unwrap();
+    let version = wheel
+        .trim_end_matches(".dist-info")
+        .rsplit_once('-')
+        .unwrap()
+        .1
+        .to_string();
+    let want: Vec<&str> = version.split('.').take(2).collect();
+    let r = load::load_all(
+        exe(),
+        &[],
+        &[item("cupti", &cupti)],
+        Duration::from_secs(10),
+        Instant::now() + Duration::from_secs(20),
+    );
+    assert_eq!(r[0].status, "loaded", "{:?}", r[0]);
+    assert_eq!(r[0].signal, None);
+    assert_eq!(r[0].version_call, None);
+    assert_eq!(r[0].version.as_deref(), Some(want.join(".").as_str()));
+    assert!(r[0]
+        .version_source
+        .as_deref()
+        .unwrap()
+        .starts_with("dist-info nvidia_cuda_cupti"));
+}
+
+/// End to end on the fresh torch==2.15.0 venv that reported `library-load-crashes` for
+/// libcupti.so.13: every CUDA library of the venv loads, and no finding blames one.
+#[test]
+fn fresh_torch_venv_check_reports_no_load_crash() {
+    let Some(venv) = pypi::need("torch venv", pypi::cached_venv(&["torch==2.15.0"])) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let out = assert_cmd::Command::cargo_bin("envdoctor")
+        .unwrap()
+        .env_clear()
+        .env("PATH", format!("{}/bin:/usr/bin:/bin", venv.display()))
+        .env("VIRTUAL_ENV", &venv)
+        .env("HOME", home.path())
+        .current_dir(home.path())
+        .args(["check", "--format", "json", "--deadline", "30"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let rules: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    assert!(!rules.contains(&"library-load-crashes"), "{rules:?}");
+    let libs = report["snapshot"]["libraries"].as_array().unwrap();
+    let cupti = libs
+        .iter()
+        .find(|l| {
+            l["soname"] == "libcupti.so.13"
+                && l["python"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with(venv.to_str().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no libcupti.so.13 in {libs:#?}"));
+    assert_eq!(cupti["load"]["status"], "loaded", "{cupti:#}");
+    assert!(cupti["load"]["version"]
+        .as_str()
+        .unwrap()
+        .starts_with("13."));
+}
+
+/// The NVML child under the same regime: a driver that forks at init and prints a forged event
+/// on stdout neither loses the GPU facts, nor holds the probe to its deadline, nor leaves its
+/// forked process behind.
+#[test]
+fn a_forking_noisy_nvml_keeps_its_facts_and_leaves_no_orphan() {
+    if !cc::have_cc() {
+        return;
+    }
+    let lib = fake_nvml::library();
+    let t = tempfile::tempdir().unwrap();
+    let pidfile = t.path().join("nvml-fork.pid");
+    let started = Instant::now();
+    let out = assert_cmd::Command::cargo_bin("envdoctor")
+        .unwrap()
+        .args(["snapshot", "--deadline", "20", "--nvml-lib"])
+        .arg(&lib)
+        .env("FAKE_NVML_SCENARIO", "fork-noisy")
+        .env("FAKE_NVML_PIDFILE", &pidfile)
+        .env("FAKE_NVML_OWN_PID", std::process::id().to_string())
+        .env("FAKE_NVML_FOREIGN_PID", "4193999")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(out.status.success());
+    let snap: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(snap["nvml"]["status"], "ok", "{:#}", snap["nvml"]);
+    assert_eq!(snap["gpus"].as_array().unwrap().len(), 2);
+    eprintln!("snapshot with a forking NVML took {took:?} (deadline 20 s)");
+    assert!(took < Duration::from_secs(15), "waited {took:?}");
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    let until = Instant::now() + Duration::from_secs(2);
+    while alive(pid) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !alive(pid),
+        "NVML's forked process {pid} outlived envdoctor"
+    );
+}

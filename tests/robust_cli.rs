@@ -1,0 +1,238 @@
+//! Hostile command-line inputs (issue 16): a FIFO among the rule files, a rule that would
+//! evaluate for minutes, a snapshot larger than the input cap. Each must end promptly with a
+//! clear message naming the file or the rule, never hang.
+
+use assert_cmd::Command;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::Duration;
+
+fn envdoctor() -> Command {
+    let mut c = Command::cargo_bin("envdoctor").unwrap();
+    c.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .timeout(Duration::from_secs(60));
+    c
+}
+
+fn mkfifo(p: &Path) {
+    let st = std::process::Command::new("mkfifo")
+        .arg(p)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+#[path = "common/machine.rs"]
+mod machine;
+
+/// A snapshot of an empty machine, as `envdoctor snapshot` writes it.
+fn empty_snapshot(dir: &Path) -> Value {
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let out = envdoctor()
+        .args(["snapshot", "--no-load", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A snapshot (as `envdoctor snapshot` writes it) of a machine with one venv whose one real
+/// package record is repeated under `n` names.
+fn snapshot_with_packages(n: usize) -> Value {
+    let mut m = machine::Machine::new();
+    m.active_venv("3.11", "/v", &[("six", "1.16.0")]);
+    let mut cmd = envdoctor();
+    cmd.args(["snapshot", "--no-load", "--root"]).arg(m.root());
+    for (k, v) in &m.env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success());
+    let mut snap: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let py = snap["pythons"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|p| p["path"] == "/v/bin/python")
+        .unwrap();
+    let one = py["packages"][0].clone();
+    py["packages"] = (0..n)
+        .map(|i| {
+            let mut p = one.clone();
+            p["name"] = json!(format!("pkg{i}"));
+            p
+        })
+        .collect();
+    snap
+}
+
+/// A FIFO named `*.yaml` in a `--rules` directory made every rule-loading command block on
+/// open forever: now each refuses it (exit 2) and names it.
+#[test]
+fn fifo_in_rules_directory_is_refused_by_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules");
+    std::fs::create_dir(&rules).unwrap();
+    let fifo = rules.join("hang.yaml");
+    mkfifo(&fifo);
+    let snap = dir.path().join("s.json");
+    std::fs::write(&snap, empty_snapshot(dir.path()).to_string()).unwrap();
+    let r = rules.to_str().unwrap();
+    let s = snap.to_str().unwrap();
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["check", "--from", s, "--rules", r],
+        vec!["compare", s, s, "--rules", r],
+        vec!["rules", "list", "--rules", r],
+        vec!["explain", "cuda-library-not-found", "--rules", r],
+        // The FIFO named directly.
+        vec!["check", "--from", s, "--rules", fifo.to_str().unwrap()],
+    ];
+    for args in runs {
+        let out = envdoctor().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("hang.yaml") && err.contains("FIFO"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// One user rule quadratic in the packages of a 10,000-package interpreter took 85 s: now it
+/// is stopped at its budget, named in `probe_errors`, and the other rules still report.
+#[test]
+fn a_rule_past_its_budget_is_stopped_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = snapshot_with_packages(10_000);
+    let file = dir.path().join("big.json");
+    std::fs::write(&file, snap.to_string()).unwrap();
+    let rules = dir.path().join("rules");
+    std::fs::create_dir(&rules).unwrap();
+    std::fs::write(
+        rules.join("slow.yaml"),
+        r#"rules:
+  - id: quadratic-user-rule
+    title: a name that is another package's version
+    severity: info
+    scope: interpreter
+    when:
+      any_in: python.packages
+      as: a
+      where:
+        any_in: python.packages
+        as: b
+        where: {fact: b.name, equals: {fact: a.version}}
+    message: "{{a.name}}"
+    fix: none
+"#,
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = envdoctor()
+        .args([
+            "check",
+            "--format",
+            "json",
+            "--rule-budget",
+            "0.5",
+            "--from",
+        ])
+        .arg(&file)
+        .arg("--rules")
+        .arg(&rules)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let errors = report["snapshot"]["probe_errors"].to_string();
+    assert!(
+        errors.contains("quadratic-user-rule") && errors.contains("evaluation budget"),
+        "{errors}"
+    );
+    // 100M comparisons take over a minute; stopped at 0.5 s it ends in seconds even here.
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+}
+
+/// A snapshot over the input cap is refused with the cap and the way to raise it, before it
+/// is parsed; raising the cap reads it.
+#[test]
+fn snapshot_over_the_input_cap_is_refused_with_the_way_to_raise_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = snapshot_with_packages(20_000);
+    let file = dir.path().join("big.json");
+    std::fs::write(&file, snap.to_string()).unwrap();
+    assert!(std::fs::metadata(&file).unwrap().len() > 1024 * 1024);
+    for args in [vec!["check", "--from"], vec!["compare"]] {
+        let mut cmd = envdoctor();
+        cmd.env("ENVDOCTOR_MAX_SNAPSHOT_MIB", "1")
+            .args(&args)
+            .arg(&file);
+        if args[0] == "compare" {
+            cmd.arg(&file);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("big.json")
+                && err.contains("1 MiB")
+                && err.contains("ENVDOCTOR_MAX_SNAPSHOT_MIB"),
+            "{err}"
+        );
+    }
+    let out = envdoctor()
+        .env("ENVDOCTOR_MAX_SNAPSHOT_MIB", "64")
+        .args(["check", "--format", "json", "--from"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code() == Some(0) || out.status.code() == Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// 1,500 Jupyter kernelspecs, each naming its own venv (two shipped IDE rules were quadratic in
+/// the number of interpreters: 8 s at `--deadline 5`): `check` finishes with every interpreter
+/// in the snapshot, and any rule it had to stop is named. The time is recorded by
+/// `bench/adversarial.sh`, not asserted here.
+#[test]
+fn many_kernelspecs_finish_with_every_interpreter_and_stopped_rules_named() {
+    let mut m = machine::Machine::new();
+    m.venv("3.11", "/home/u/envs/base", &[("six", "1.16.0")]);
+    for i in 0..1500 {
+        let venv = format!("/home/u/envs/e{i}");
+        m.write(
+            &format!("{venv}/pyvenv.cfg"),
+            "home = /usr/bin\nversion = 3.11.9\n",
+        );
+        std::fs::create_dir_all(m.path(&format!("{venv}/bin"))).unwrap();
+        std::os::unix::fs::symlink("/usr/bin/python3.11", m.path(&format!("{venv}/bin/python")))
+            .unwrap();
+        m.write(
+            &format!("/home/u/.local/share/jupyter/kernels/k{i}/kernel.json"),
+            &format!(
+                r#"{{"argv": ["{venv}/bin/python", "-m", "ipykernel_launcher", "-f", "{{connection_file}}"], "display_name": "k{i}", "language": "python"}}"#
+            ),
+        );
+    }
+    m.env("HOME", "/home/u");
+    let (code, report) = machine::check_root(m.root(), &m.env, &["--deadline", "5"]);
+    assert!(code == 0 || code == 1, "exit {code}");
+    let pythons = report["snapshot"]["pythons"].as_array().unwrap();
+    assert!(pythons.len() > 1500, "{} interpreters", pythons.len());
+    for e in report["snapshot"]["probe_errors"].as_array().unwrap() {
+        if e["probe"] == "rules" {
+            let msg = e["message"].as_str().unwrap();
+            assert!(
+                msg.starts_with("rule `") && msg.contains("stopped"),
+                "{msg}"
+            );
+        }
+    }
+}
