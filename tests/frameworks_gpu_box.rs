@@ -98,7 +98,7 @@ fn jax_cuda13_is_quiet() {
 }
 
 #[test]
-fn torch_errs_only_where_the_stand_in_driver_breaks_cupti() {
+fn torch_is_quiet_though_cupti_cannot_tell_its_version_with_the_stand_in_driver() {
     let Some(venv) = pypi::need("torch==2.15.0", pypi::cached_venv(&["torch==2.15.0"])) else {
         return;
     };
@@ -107,16 +107,10 @@ fn torch_errs_only_where_the_stand_in_driver_breaks_cupti() {
     }
     let t = tempfile::tempdir().unwrap();
     let report = check_on_gpu_box(&venv, t.path());
-    let errs = errors(&report, &venv);
-    for (rule, subject) in &errs {
-        assert!(
-            rule == "library-load-crashes" && subject.starts_with("libraries[libcupti.so.13 "),
-            "{errs:#?}"
-        );
-    }
-    // No false miss: every library torch asks for resolves.
-    assert!(!errs.iter().any(|(r, _)| r.contains("not-found")));
-    // The crash is real: CUPTI dies asking its version in a plain interpreter with this driver.
+    assert_eq!(errors(&report, &venv), Vec::<(String, String)>::new());
+    // Why envdoctor must not ask CUPTI its version: `cuptiGetVersion` kills a plain interpreter
+    // with this driver, though the library loads. The load probe reads CUPTI's version from its
+    // wheel instead and never calls it.
     let cupti = venv.join("lib/python3.11/site-packages/nvidia/cu13/lib/libcupti.so.13");
     let st = Command::new(venv.join("bin/python"))
         .env("LD_LIBRARY_PATH", t.path().join("driver"))
@@ -127,9 +121,18 @@ fn torch_errs_only_where_the_stand_in_driver_breaks_cupti() {
         .arg(&cupti)
         .status()
         .unwrap();
-    if !errs.is_empty() {
-        assert!(st.code().is_none(), "CUPTI survived: {st:?}");
-    }
+    assert!(st.code().is_none(), "cuptiGetVersion survived: {st:?}");
+    let lib = report["snapshot"]["libraries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|l| {
+            l["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("libcupti.so.13"))
+        })
+        .expect("torch's libcupti.so.13 is resolved");
+    assert_eq!(lib["load"]["status"], "loaded", "{lib:#}");
 }
 
 #[test]
