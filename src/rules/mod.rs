@@ -285,6 +285,7 @@ impl RuleSet {
     /// message naming it (its findings on the subjects not reached are unknown, not absent).
     pub fn check_within(&self, snap: &Snapshot, limits: EvalLimits) -> (Vec<Finding>, Vec<String>) {
         let root = self.view(snap);
+        let evaluating = std::time::Instant::now();
         let mut out = Vec::new();
         let mut stopped = Vec::new();
         let index = eval::Index::default();
@@ -335,6 +336,7 @@ impl RuleSet {
             ));
         }
         sort_findings(&mut out);
+        crate::timings::record("rules: evaluate", evaluating.elapsed());
         drop_off_path(root);
         (out, stopped)
     }
