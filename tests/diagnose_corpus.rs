@@ -7,36 +7,13 @@
 #[path = "common/machine.rs"]
 mod machine;
 
-use assert_cmd::Command;
 use machine::{copy_tree, repo, Machine};
 use serde_json::Value;
 use std::path::Path;
 
 /// `envdoctor diagnose LOG --format json --no-load --root ROOT EXTRA...` with `env`.
 fn diagnose(log: &Path, root: &Path, env: &[(String, String)], extra: &[&str]) -> (i32, Value) {
-    let mut cmd = Command::cargo_bin("envdoctor").unwrap();
-    cmd.env_clear()
-        .arg("diagnose")
-        .arg(log)
-        .args(["--format", "json", "--no-load", "--root"])
-        .arg(root)
-        .args(extra);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert!(
-        !root.join("executed").exists(),
-        "envdoctor executed a stand-in interpreter"
-    );
-    (out.status.code().unwrap_or(-1), report)
+    machine::json_on_root(&["diagnose".as_ref(), log.as_os_str()], root, env, extra)
 }
 
 fn diagnosis<'a>(r: &'a Value, rule: &str) -> &'a Value {

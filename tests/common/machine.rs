@@ -132,9 +132,22 @@ pub fn copy_tree(from: &Path, to: &Path) {
 
 /// `envdoctor check --format json --no-load --root ROOT` with exactly `env`: (exit code, report).
 pub fn check_root(root: &Path, env: &[(String, String)], extra: &[&str]) -> (i32, Value) {
+    json_on_root(&["check".as_ref()], root, env, extra)
+}
+
+/// `envdoctor COMMAND... --format json --no-load --root ROOT EXTRA...` with exactly `env`:
+/// (exit code, the JSON on stdout). Fails when stdout is not JSON or when a stand-in
+/// interpreter under the root was executed.
+pub fn json_on_root(
+    command: &[&std::ffi::OsStr],
+    root: &Path,
+    env: &[(String, String)],
+    extra: &[&str],
+) -> (i32, Value) {
     let mut cmd = Command::cargo_bin("envdoctor").unwrap();
     cmd.env_clear()
-        .args(["check", "--format", "json", "--no-load", "--root"])
+        .args(command)
+        .args(["--format", "json", "--no-load", "--root"])
         .arg(root)
         .args(extra);
     for (k, v) in env {
