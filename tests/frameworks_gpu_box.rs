@@ -33,7 +33,14 @@ fn libcuda_dir(t: &Path) -> PathBuf {
 }
 
 fn check_on_gpu_box(venv: &Path, t: &Path) -> Value {
+    check_on_gpu_box_with(venv, t, &[])
+}
+
+/// The same, with `extra` directories after the driver's on LD_LIBRARY_PATH.
+fn check_on_gpu_box_with(venv: &Path, t: &Path, extra: &[PathBuf]) -> Value {
     let driver = libcuda_dir(t);
+    let ld_path =
+        std::env::join_paths(std::iter::once(driver).chain(extra.iter().cloned())).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_envdoctor"))
         .env_clear()
         .env("HOME", t)
@@ -43,7 +50,7 @@ fn check_on_gpu_box(venv: &Path, t: &Path) -> Value {
             "PATH",
             format!("{}:/usr/bin:/bin", venv.join("bin").display()),
         )
-        .env("LD_LIBRARY_PATH", &driver)
+        .env("LD_LIBRARY_PATH", &ld_path)
         .env("FAKE_NVML_SCENARIO", "idle")
         .current_dir(t)
         .args([
@@ -151,9 +158,27 @@ fn tensorflow_errs_only_on_the_cusolver_its_dso_loader_cannot_find() {
     let errs = errors(&report, &venv);
     let subjects: Vec<&str> = errs.iter().map(|(_, s)| s.as_str()).collect();
     assert_eq!(errs.len(), 1, "{errs:#?}");
-    assert_eq!(errs[0].0, "cuda-library-not-found");
+    // The wheel is installed: the finding says where, and that the loader does not look there.
+    assert_eq!(errs[0].0, "cuda-library-off-search-path");
     assert!(
         subjects[0].starts_with("libraries[libcusolver.so.11 "),
         "{errs:#?}"
     );
+    let cusolver_dir = venv.join("lib/python3.11/site-packages/nvidia/cusolver/lib");
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "cuda-library-off-search-path")
+        .unwrap();
+    let message = finding["message"].as_str().unwrap();
+    assert!(
+        message.contains(&*cusolver_dir.join("libcusolver.so.11").to_string_lossy()),
+        "{message}"
+    );
+    // Its fix, applied (the directory on LD_LIBRARY_PATH), makes the same box quiet; that the
+    // fix also satisfies TensorFlow's own loader is `frameworks_tensorflow.rs`'s to show.
+    let fixed = check_on_gpu_box_with(&venv, t.path(), &[cusolver_dir]);
+    let errs = errors(&fixed, &venv);
+    assert!(errs.is_empty(), "{errs:#?}");
 }

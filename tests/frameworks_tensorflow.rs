@@ -175,3 +175,84 @@ fn build_facts_from_the_installed_files() {
         .iter()
         .any(|c| c == "sm_80"));
 }
+
+/// TensorFlow's own GPU gate, `DsoLoader::TryDlopenCUDALibraries` (what TF calls before it
+/// registers a GPU), run in a child: whether it passed, and soname → opened, from TF's own log.
+fn real_gpu_gate(
+    framework: &std::path::Path,
+    venv: &std::path::Path,
+    ld_path: Option<&std::path::Path>,
+) -> (bool, BTreeMap<String, bool>) {
+    let script = format!(
+        r#"
+import ctypes
+lib = ctypes.CDLL({fwk:?})
+f = lib._ZN3tsl8internal9DsoLoader22TryDlopenCUDALibrariesEv
+f.argtypes = [ctypes.c_void_p]
+f.restype = None
+buf = ctypes.create_string_buffer(64)
+f(buf)
+print('GATE', 'ok' if int.from_bytes(buf.raw[:8], 'little') == 1 else 'error')
+"#,
+        fwk = framework.to_str().unwrap()
+    );
+    let mut cmd = std::process::Command::new(venv.join("bin/python"));
+    cmd.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("TF_CPP_MIN_LOG_LEVEL", "0")
+        .env("TF_CPP_VMODULE", "dso_loader=1")
+        .args(["-c", &script]);
+    if let Some(p) = ld_path {
+        cmd.env("LD_LIBRARY_PATH", p);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("GATE"), "{stdout}\n{stderr}");
+    let mut opened = BTreeMap::new();
+    for line in stderr.lines() {
+        if let Some(so) = line.split("Successfully opened dynamic library ").nth(1) {
+            opened.insert(so.trim().to_string(), true);
+        } else if let Some(rest) = line.split("Could not load dynamic library '").nth(1) {
+            opened.insert(rest.split('\'').next().unwrap().to_string(), false);
+        }
+    }
+    (stdout.contains("GATE ok"), opened)
+}
+
+#[test]
+fn the_gpu_gate_fails_on_cusolver_as_predicted_and_its_fix_passes_it() {
+    let Some(venv) = venv() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let snap = fw::snapshot(&venv, cwd.path(), &[]);
+    let tf = fw::frameworks(&snap, &venv, "tensorflow")[0];
+    let framework =
+        PathBuf::from(tf["location"].as_str().unwrap()).join("libtensorflow_framework.so.2");
+    let (ok, opened) = real_gpu_gate(&framework, &venv, None);
+    assert!(!ok, "{opened:?}");
+    assert_eq!(opened.get("libcusolver.so.11"), Some(&false), "{opened:?}");
+    assert!(opened.len() >= 7, "{opened:?}");
+    // envdoctor's prediction for each library the real gate tried, library by library.
+    let libs = fw::libraries(&snap, &venv);
+    for (so, real) in &opened {
+        let l = libs
+            .iter()
+            .find(|l| l["soname"] == so.as_str() && l["reason"] == "wanted")
+            .unwrap_or_else(|| panic!("TF's gate opens {so}, envdoctor does not predict it"));
+        assert_eq!(l["resolves"] == true, *real, "{so}: {l:#}");
+    }
+    // The fix cuda-library-off-search-path prints: the wheel's directory on LD_LIBRARY_PATH.
+    let dir = venv.join("lib/python3.11/site-packages/nvidia/cusolver/lib");
+    let (ok, opened) = real_gpu_gate(&framework, &venv, Some(&dir));
+    assert!(ok, "{opened:?}");
+    let ld = dir.to_str().unwrap();
+    let snap = fw::snapshot(&venv, cwd.path(), &[("LD_LIBRARY_PATH", ld)]);
+    let libs = fw::libraries(&snap, &venv);
+    for (so, real) in &opened {
+        let l = libs
+            .iter()
+            .find(|l| l["soname"] == so.as_str() && l["reason"] == "wanted")
+            .unwrap();
+        assert!(*real && l["resolves"] == true, "{so}: {l:#}");
+    }
+}
