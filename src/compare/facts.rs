@@ -531,6 +531,13 @@ pub fn flatten(
             format!("{ent}.compute_capabilities"),
             &f.compute_capabilities,
         );
+        o.opt(
+            S::Frameworks,
+            true,
+            sc,
+            format!("{ent}.installed_by"),
+            &f.installed_by,
+        );
         let mut wants: Vec<String> = f.wants.iter().map(|w| w.soname.clone()).collect();
         wants.sort();
         wants.dedup();

@@ -60,6 +60,11 @@ pub struct Framework {
     /// on `sys.path` as that code would find them. Each wins every later request for its soname.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preloads: Vec<FrameworkPreload>,
+    /// What installed it: `conda` when the environment's `conda-meta/` has its package record
+    /// (then its CUDA libraries are conda packages in the environment's `lib/`), else the
+    /// dist-info's INSTALLER (`pip`, `uv`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed_by: Option<String>,
     /// Where the CUDA-family facts were read, one line per fact (`cuda_version: .../version.py`,
     /// `compute_capabilities: .../libtorch_python.so`, `cudnn_version: nvidia-cudnn-cu13==9.26.0.51`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -17,6 +17,7 @@
 //! Unreadable or corrupt files become `probe_errors` naming the file; the framework is still
 //! reported with what the other files told.
 
+pub mod conda;
 pub mod extension;
 pub mod jax;
 pub mod preload;
@@ -319,6 +320,7 @@ pub fn scan_python(
                 preload::mark_foreign(&mut fw.preloads, &site);
             }
         }
+        conda::scan(root, &site, kind, pkg.installer.as_deref(), &mut fw, errors);
         // Own copies: the framework's lib dir and pip's nvidia/*/lib beside it.
         scan.extra_dirs.push((dir.join("lib"), "framework".into()));
         scan.extra_dirs
