@@ -4,6 +4,9 @@
 //! are unzipped into a fake machine. The ELF facts (DT_NEEDED, RPATH, the DsoLoader symbols)
 //! and the build files are the real ones.
 //!
+//! - TF 1.13 (`libtensorflow_framework.so` links libcudart.so.10.0, libcudnn.so.7 and
+//!   libcuda.so.1: the import fails without them, on a CPU machine too, as the real loader
+//!   shows on the real file);
 //! - TF 1.14 (`tensorflow/`, files under the wheel's `.data/purelib/`), 1.15, 2.0, 2.1
 //!   (`tensorflow_core/`, `cuda_config.h` without per-library versions, build_info `'10'`
 //!   meaning 10.0): the classic `libcudart.so.10.0` is wanted, by
@@ -517,5 +520,86 @@ fn tensorflow_2_4_per_library_versions() {
     assert_eq!(
         caps,
         ["sm_35", "sm_50", "sm_60", "sm_70", "sm_75", "compute_80"]
+    );
+}
+
+#[test]
+fn tensorflow_1_13_links_cudart_cudnn_and_the_driver_so_its_import_fails_without_them() {
+    let Some(whl) = wheel(
+        "tensorflow-gpu==1.13.2",
+        "tensorflow_gpu-1.13.2-cp37-cp37m-manylinux1_x86_64.whl",
+    ) else {
+        return;
+    };
+    let mut m = Machine::new();
+    m.active_venv("3.7", "/venv", &[("tensorflow-gpu", "1.13.2")]);
+    let p = "tensorflow_gpu-1.13.2.data/purelib/";
+    // (_pywrap_tensorflow_internal.so, which links cuBLAS & co., is 974 MB unzipped: left out.)
+    let files = [
+        "tensorflow/python/platform/build_info.py",
+        "tensorflow/include/external/local_config_cuda/cuda/cuda/cuda_config.h",
+        "tensorflow/libtensorflow_framework.so",
+    ];
+    let members: Vec<(String, &str)> = files.iter().map(|f| (format!("{p}{f}"), *f)).collect();
+    let members: Vec<(&str, &str)> = members.iter().map(|(a, b)| (a.as_str(), *b)).collect();
+    unzip_to(&m, &whl, &members);
+    let (code, report) = m.check(&[]);
+    let tf = framework(&report, "tensorflow");
+    assert_eq!(tf["cuda_version"], "10.0");
+    assert_eq!(tf["cudnn_version"], "7");
+    let framework_so = format!("{SITE}/tensorflow/libtensorflow_framework.so");
+    let linked: Vec<&str> = tf["wants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| {
+            w["evidence"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("DT_NEEDED"))
+        })
+        .map(|w| w["soname"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        linked,
+        ["libcuda.so.1", "libcudart.so.10.0", "libcudnn.so.7"],
+        "{tf:#}"
+    );
+    // On this CPU-only machine the import fails: an error for each, GPU or not.
+    let errors: Vec<(&str, &str)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap(),
+                f["subject"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    for so in linked {
+        assert!(
+            errors
+                .iter()
+                .any(|(r, s)| *r == "cuda-library-not-found" && s.contains(so)),
+            "{so}: {errors:#?}"
+        );
+    }
+    assert_eq!(code, 1);
+    // The real loader agrees: loading the real file fails on its first missing DT_NEEDED.
+    let file = m.path(&framework_so);
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            &format!("import ctypes\nctypes.CDLL({:?})", file.to_str().unwrap()),
+        ])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("libcuda.so.1: cannot open shared object file"),
+        "{err}"
     );
 }
