@@ -193,6 +193,43 @@ fn snapshot_json(_: &mut Scratch, b: &[u8]) {
     }
 }
 
+thread_local! {
+    static SYMPTOMS: Option<(envdoctor::rules::RuleSet, envdoctor::diagnose::matcher::SymptomIndex)> =
+        envdoctor::rules::RuleSet::shipped().ok().map(|set| {
+            let index = envdoctor::diagnose::matcher::SymptomIndex::new(set.rules());
+            (set, index)
+        });
+}
+
+thread_local! {
+    static CONFIRM_EVERY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn diagnose_log(_: &mut Scratch, b: &[u8]) {
+    SYMPTOMS.with(|s| {
+        if let Some((set, index)) = s {
+            if let Ok(scan) = envdoctor::diagnose::scan(b, index) {
+                let facts = serde_json::json!({"pythons": [], "libraries": [], "gpus": []});
+                // Confirming (rule evaluation over fixed facts, ~1.7 ms) runs on every 32nd
+                // input: the log parser is the scan, and the names it extracts reach confirm.
+                let n = CONFIRM_EVERY.with(|c| {
+                    c.set(c.get().wrapping_add(1));
+                    c.get()
+                });
+                if n % 32 == 0 {
+                    let _ = envdoctor::diagnose::diagnose(
+                        scan,
+                        set.rules(),
+                        &facts,
+                        "fuzz.log",
+                        "fuzz",
+                    );
+                }
+            }
+        }
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Structure-aware mutators.
 
@@ -362,16 +399,68 @@ fn members_of(zips: &[Vec<u8>], suffix: &str) -> Vec<Vec<u8>> {
 }
 
 /// The seeds of a target.
+/// Each rule of a rule file as a file of its own (`rules:` and that one item).
+fn single_rules(file: &[u8]) -> Vec<Vec<u8>> {
+    let text = String::from_utf8_lossy(file);
+    let mut out = Vec::new();
+    let mut cur: Option<String> = None;
+    for line in text.lines() {
+        if line.starts_with("  - id:") {
+            if let Some(c) = cur.take() {
+                out.push(c.into_bytes());
+            }
+            cur = Some("rules:\n".to_string());
+        }
+        if let Some(c) = cur.as_mut() {
+            c.push_str(line);
+            c.push('\n');
+        }
+    }
+    out.extend(cur.map(String::into_bytes));
+    out
+}
+
+/// A small real cache, written by the real `ldconfig` over two of this machine's directories
+/// (a few entries: the full /etc/ld.so.cache makes each execution re-parse 40 KB).
+fn small_ld_cache() -> Vec<Vec<u8>> {
+    let Ok(dir) = tempfile::tempdir() else {
+        return Vec::new();
+    };
+    let libs = dir.path().join("libs");
+    let conf = dir.path().join("ld.so.conf");
+    let cache = dir.path().join("ld.so.cache");
+    let _ = std::fs::create_dir_all(&libs);
+    for name in ["libz.so.1", "libffi.so.8", "libbz2.so.1.0"] {
+        let from = Path::new("/usr/lib/x86_64-linux-gnu").join(name);
+        if let Ok(real) = std::fs::canonicalize(&from) {
+            let _ = std::fs::copy(&real, libs.join(real.file_name().unwrap_or_default()));
+        }
+    }
+    let _ = std::fs::write(&conf, format!("{}\n", libs.display()));
+    let ran = std::process::Command::new("/sbin/ldconfig")
+        .arg("-C")
+        .arg(&cache)
+        .arg("-f")
+        .arg(&conf)
+        .arg("-X")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ran {
+        return Vec::new();
+    }
+    std::fs::read(&cache).map(|b| vec![b]).unwrap_or_default()
+}
+
 pub fn seeds(name: &str) -> Vec<Vec<u8>> {
     let mut s = match name {
         "metadata" => files(
             &python_dirs(),
             &|n| n == "METADATA" || n == "PKG-INFO",
             400,
-            1 << 20,
+            32 << 10,
         ),
-        "requires-txt" => files(&python_dirs(), &|n| n == "requires.txt", 200, 1 << 20),
-        "record" => files(&python_dirs(), &|n| n == "RECORD", 100, 1 << 20),
+        "requires-txt" => files(&python_dirs(), &|n| n == "requires.txt", 200, 16 << 10),
+        "record" => files(&python_dirs(), &|n| n == "RECORD", 100, 16 << 10),
         "pth" => files(&python_dirs(), &|n| n.ends_with(".pth"), 100, 1 << 16),
         "pyvenv-cfg" => files(&python_dirs(), &|n| n == "pyvenv.cfg", 100, 1 << 16),
         "vscode-settings" => files(&[repo("fixtures")], &|n| n == "settings.json", 50, 1 << 20),
@@ -395,6 +484,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
                 20,
                 8 << 20,
             ));
+            v.extend(small_ld_cache());
             v
         }
         "elf" => {
@@ -440,7 +530,22 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         }
         "safetensors" => files(&ckpt(), &|n| n.ends_with(".safetensors"), 20, 4 << 20),
         "onnx" => files(&ckpt(), &|n| n.ends_with(".onnx"), 20, 4 << 20),
-        "rule-yaml" => files(&[repo("rules")], &|n| n.ends_with(".yaml"), 20, 4 << 20),
+        "rule-yaml" => {
+            // One rule per seed (whole pack files are 10-40 KB and spend each execution
+            // re-parsing rules that were not mutated), plus the two smallest files whole.
+            let whole = files(&[repo("rules")], &|n| n.ends_with(".yaml"), 20, 4 << 20);
+            let mut v: Vec<Vec<u8>> = whole.iter().flat_map(|f| single_rules(f)).collect();
+            let mut small = whole;
+            small.sort_by_key(|f| f.len());
+            v.extend(small.into_iter().take(2));
+            v
+        }
+        "diagnose-log" => files(
+            &[repo("fixtures/logs")],
+            &|n| n.ends_with(".log") || n.ends_with(".txt"),
+            40,
+            1 << 20,
+        ),
         "snapshot-json" => files(
             &[repo("fixtures/snapshots")],
             &|n| n.ends_with(".json"),
@@ -703,6 +808,13 @@ pub fn all() -> Vec<Target> {
             dict: YAML_DICT,
             mutate: None,
             run: rule_yaml,
+        },
+        Target {
+            name: "diagnose-log",
+            parser: "diagnose::scan (reader, ANSI strip, symptom index) + diagnose::diagnose",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: diagnose_log,
         },
         Target {
             name: "snapshot-json",
