@@ -195,6 +195,11 @@ pub struct ProbeArgs {
     /// Never load shared libraries (not even in a child process).
     #[arg(long)]
     pub no_load: bool,
+    /// Load every library again, neither reading nor writing the load cache (by default an
+    /// environment whose library files, loader variables and envdoctor build are unchanged
+    /// since an earlier run reuses that run's load results; ~/.cache/envdoctor/load-v1).
+    #[arg(long)]
+    pub no_load_cache: bool,
     /// Load NVML from this file instead of searching for libnvidia-ml.so.1.
     #[arg(long, value_name = "PATH")]
     pub nvml_lib: Option<PathBuf>,
@@ -393,6 +398,7 @@ impl ProbeArgs {
         let mut opts = Options::new(root.clone(), Env::from_process());
         opts.deadline = Duration::from_secs_f64(self.deadline);
         opts.no_load = self.no_load;
+        opts.no_load_cache = self.no_load_cache;
         opts.nvml_lib = self.nvml_lib.clone();
         opts.pids = self.pids.clone();
         let cwd = std::env::current_dir().ok();
@@ -525,6 +531,10 @@ fn out(text: &str) -> Result<(), Error> {
     write_stdout(text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))
 }
 
+/// Stack of the thread that compiles the rule pack (YAML and conditions nest; the main
+/// thread's 8 MiB is what it had before).
+const RULES_STACK: usize = 8 << 20;
+
 /// Time the rules may take beyond the probe deadline (the probes hand over within 0.25 s of it).
 const RULES_GRACE: std::time::Duration = std::time::Duration::from_millis(400);
 
@@ -564,20 +574,42 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
         args.config.as_deref(),
         crate::config::from_cli(&args.rules, args.fail_on, &args.params, &args.ignore)?,
     )?;
-    let mut rules = RuleSet::shipped_with(&config.rule_dirs())?;
-    config.apply(&mut rules)?;
-    crate::timings::record("rules compile", t.elapsed());
-    let mut project = None;
-    let mut snap = match &args.from {
-        Some(path) => crate::timings::span("read snapshot", || crate::Snapshot::read_file(path))?,
-        None => {
-            let mut opts = args.probe.to_options()?;
-            args.probe.check_named(&opts)?;
-            opts.progress = crate::report::progress::wanted();
-            project = opts.project.as_ref().map(|p| p.display().to_string());
-            probe::collect(opts)
-        }
+    // The pack compiles on its own thread while the probes run (it needs no fact).
+    let compile = || -> Result<RuleSet, Error> {
+        let mut rules = RuleSet::shipped_with(&config.rule_dirs())?;
+        config.apply(&mut rules)?;
+        crate::timings::record("rules compile", t.elapsed());
+        Ok(rules)
     };
+    let mut project = None;
+    let (rules, snap) = std::thread::scope(|s| {
+        let compiling = std::thread::Builder::new()
+            .name("rules".into())
+            .stack_size(RULES_STACK)
+            .spawn_scoped(s, compile);
+        let snap = match &args.from {
+            Some(path) => {
+                crate::timings::span("read snapshot", || crate::Snapshot::read_file(path))
+            }
+            None => args.probe.to_options().and_then(|mut opts| {
+                args.probe.check_named(&opts)?;
+                opts.progress = crate::report::progress::wanted();
+                project = opts.project.as_ref().map(|p| p.display().to_string());
+                Ok(probe::collect(opts))
+            }),
+        };
+        let rules = match compiling {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(Error::other("compiling the rules panicked"))),
+            // No thread to be had: compile here.
+            Err(_) => compile(),
+        };
+        (rules, snap)
+    });
+    // A bad rule file is reported before a bad snapshot, as when they ran one after the other.
+    let rules = rules?;
+    let mut snap = snap?;
     snap.expect.from_env(&snap.env);
     if args.expect_gpu {
         snap.expect

@@ -40,6 +40,8 @@ pub struct Options {
     pub deadline: Duration,
     /// Do not load libraries in child processes.
     pub no_load: bool,
+    /// Neither read nor write the load probe's result cache.
+    pub no_load_cache: bool,
     /// Load NVML from this host path instead of the default search.
     pub nvml_lib: Option<PathBuf>,
     /// Running processes to inspect.
@@ -60,6 +62,7 @@ impl Options {
             checkpoints: Vec::new(),
             deadline: DEFAULT_DEADLINE,
             no_load: false,
+            no_load_cache: false,
             nvml_lib: None,
             pids: Vec::new(),
             only: Vec::new(),

@@ -290,6 +290,10 @@ pub struct LoadResult {
     /// The signal that killed the child (`SIGSEGV`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
+    /// True when this outcome comes from the load cache (an earlier run loaded exactly these
+    /// files with the same loader environment) rather than from a child of this run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_cache: bool,
 }
 
 /// A running process inspected with `--pid`.

@@ -169,6 +169,8 @@ fn run_child(exe: &Path, lib: Option<&Path>, budget: Duration) -> ChildRun {
     // Lines arrive as they are written, so whatever came before a kill is kept; the child's
     // exit is watched directly, because a process NVML forked may hold the pipe open.
     let mut gone_at: Option<std::time::Instant> = None;
+    // The results pipe closed: every line is in, nothing is left to wait for.
+    let mut drained = false;
     let ending = loop {
         let left = until.saturating_duration_since(std::time::Instant::now());
         match lines.recv_timeout(left.min(Duration::from_millis(20))) {
@@ -194,6 +196,7 @@ fn run_child(exe: &Path, lib: Option<&Path>, budget: Duration) -> ChildRun {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 gone_at.get_or_insert_with(std::time::Instant::now);
+                drained = true;
             }
         }
         if child.exited().is_some() {
@@ -201,7 +204,9 @@ fn run_child(exe: &Path, lib: Option<&Path>, budget: Duration) -> ChildRun {
         }
         if let Some(t) = gone_at {
             let status = child.exited();
-            if t.elapsed() >= Duration::from_millis(100) || status.is_none() {
+            // A child that exited while something it forked holds the pipe gets 100 ms for its
+            // last lines; one whose pipe is closed has sent them all.
+            if drained || t.elapsed() >= Duration::from_millis(100) || status.is_none() {
                 let st = status.or_else(|| child.wait_exit(Duration::from_millis(200)));
                 break ending_of(st);
             }

@@ -47,6 +47,7 @@ pub mod jobs;
 pub mod ldcache;
 pub mod links;
 pub mod load;
+pub mod load_cache;
 pub mod resolve;
 pub mod search;
 
@@ -151,9 +152,14 @@ fn load_groups(ctx: &Context, groups: &mut [Vec<Library>]) {
         .collect();
     let per_lib = load::per_library_limit(ctx.opts.deadline);
     let deadline = ctx.deadline.checked_sub(MARGIN).unwrap_or(ctx.deadline);
+    let cache = if ctx.opts.no_load_cache {
+        None
+    } else {
+        load_cache::dir(ctx.env())
+    };
     std::thread::scope(|s| {
         for group in groups.iter_mut() {
-            let (exe, env) = (&exe, &env);
+            let (exe, env, cache) = (&exe, &env, &cache);
             s.spawn(move || {
                 // Transitive libraries are loaded with the library that needs them; loading
                 // each on its own (cuDNN's sub-libraries are hundreds of MB) says nothing more.
@@ -183,7 +189,23 @@ fn load_groups(ctx: &Context, groups: &mut [Vec<Library>]) {
                 if items.len() != idx.len() {
                     return;
                 }
-                let results = load::load_all(exe, env, &items, per_lib, deadline);
+                let key = cache
+                    .as_ref()
+                    .and_then(|_| load_cache::key(exe, env, group, &items));
+                let cached = cache
+                    .as_deref()
+                    .zip(key.as_deref())
+                    .and_then(|(dir, key)| load_cache::get(dir, key, items.len()));
+                let results = match cached {
+                    Some(r) => r,
+                    None => {
+                        let r = load::load_all(exe, env, &items, per_lib, deadline);
+                        if let (Some(dir), Some(key)) = (cache.as_deref(), key.as_deref()) {
+                            load_cache::put(dir, key, &r);
+                        }
+                        r
+                    }
+                };
                 for (i, r) in idx.into_iter().zip(results) {
                     group[i].load = Some(r);
                 }
