@@ -606,13 +606,9 @@ fn cudart_venv() -> Result<(tempfile::TempDir, PathBuf, String), String> {
     Ok((t, venv, version.trim().to_string()))
 }
 
-/// The real libcudart from NVIDIA's wheel, loaded by the load child: `cudaRuntimeGetVersion`
-/// says the wheel's CUDA major.minor.
-#[test]
-fn pypi_cudart_wheel_version_from_the_load_probe() {
-    let Some((t, venv, wheel)) = need("nvidia-cuda-runtime-cu12 venv", cudart_venv()) else {
-        return;
-    };
+/// Add a torch-like package that names CUDA 12 to `venv`, so the CUDA family is resolved in
+/// it; returns the wheel's `nvidia/cuda_runtime/lib`.
+fn torch_like(venv: &Path) -> PathBuf {
     let site = std::fs::read_dir(venv.join("lib"))
         .unwrap()
         .next()
@@ -620,7 +616,6 @@ fn pypi_cudart_wheel_version_from_the_load_probe() {
         .unwrap()
         .path()
         .join("site-packages");
-    // A torch-like package that names CUDA 12 so the CUDA family is resolved in this venv.
     let dist = site.join("torch-2.4.1.dist-info");
     std::fs::create_dir_all(&dist).unwrap();
     std::fs::write(
@@ -631,7 +626,17 @@ fn pypi_cudart_wheel_version_from_the_load_probe() {
     std::fs::write(dist.join("RECORD"), "").unwrap();
     std::fs::create_dir_all(site.join("torch")).unwrap();
     std::fs::write(site.join("torch/version.py"), "cuda = '12.4'\n").unwrap();
-    let pip_dir = site.join("nvidia/cuda_runtime/lib");
+    site.join("nvidia/cuda_runtime/lib")
+}
+
+/// The real libcudart from NVIDIA's wheel, loaded by the load child: `cudaRuntimeGetVersion`
+/// says the wheel's CUDA major.minor.
+#[test]
+fn pypi_cudart_wheel_version_from_the_load_probe() {
+    let Some((t, venv, wheel)) = need("nvidia-cuda-runtime-cu12 venv", cudart_venv()) else {
+        return;
+    };
+    let pip_dir = torch_like(&venv);
     let snap = envdoctor(
         &[
             "snapshot",
@@ -940,4 +945,50 @@ fn old_nvjitlink_on_ld_library_path_misses_a_symbol() {
         "{}",
         out.stdout
     );
+}
+
+/// The load cache with the real libcudart from PyPI: an unchanged environment reuses the
+/// earlier run's result without starting a child; a rewritten library, or `--no-load-cache`,
+/// loads again.
+#[test]
+fn load_results_are_reused_until_a_library_file_changes() {
+    let Some((t, venv, _)) = need("nvidia-cuda-runtime-cu12 venv", cudart_venv()) else {
+        return;
+    };
+    let pip_dir = torch_like(&venv);
+    let home = t.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let project = t.path().canonicalize().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["snapshot", "--project", project.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let snap = envdoctor(
+            &args,
+            &[
+                ("LD_LIBRARY_PATH", pip_dir.to_str().unwrap()),
+                ("PATH", "/usr/bin:/bin"),
+                ("HOME", home.to_str().unwrap()),
+            ],
+        );
+        library(&snap, venv.to_str().unwrap(), "libcudart.so.12")["load"].clone()
+    };
+    let first = run(&[]);
+    assert_eq!(first["status"], "loaded", "{first:#}");
+    assert!(first.get("from_cache").is_none(), "{first:#}");
+    assert!(home.join(".cache/envdoctor/load-v1").is_dir());
+    let second = run(&[]);
+    assert_eq!(second["from_cache"], true, "{second:#}");
+    let mut same = second.clone();
+    same.as_object_mut().unwrap().remove("from_cache");
+    assert_eq!(same, first);
+    assert!(run(&["--no-load-cache"]).get("from_cache").is_none());
+    // The same bytes written again: a new mtime/ctime, so a new load.
+    let lib = pip_dir.join("libcudart.so.12");
+    let real = std::fs::canonicalize(&lib).unwrap();
+    let bytes = std::fs::read(&real).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&real, bytes).unwrap();
+    let after = run(&[]);
+    assert_eq!(after["status"], "loaded", "{after:#}");
+    assert!(after.get("from_cache").is_none(), "{after:#}");
 }
