@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: `envdoctor check` (every probe, load probe on) in the newest torch venv with its
 # CUDA wheels, against `python -m torch.utils.collect_env` in the same venv, interleaved in one
-# run (median of RUNS each). Also the load-probe child's peak RSS: its command line is taken
+# run (median of RUNS each), with a warm load cache (the repeated pre-job run) and without it. Also the load-probe child's peak RSS: its command line is taken
 # from the real run (strace), then re-run alone under /usr/bin/time -v. Not run in CI.
 #
 #   bench/check_vs_collect_env.sh                 # VENV defaults to the cached torch==2.15.0 venv
@@ -28,21 +28,23 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg)  venv: $VENV"
 ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); echo $(((e - s) / 1000000)); }
 median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
 ms "$BIN" check >/dev/null; ms python -m torch.utils.collect_env >/dev/null # warm-up
-E=() P=() N=()
+E=() C=() P=() N=()
 for _ in $(seq "$RUNS"); do
   E+=("$(ms "$BIN" check)")
+  C+=("$(ms "$BIN" check --no-load-cache)")
   P+=("$(ms python -m torch.utils.collect_env)")
   N+=("$(ms "$BIN" check --no-load)")
 done
-e=$(median "${E[@]}") p=$(median "${P[@]}") n=$(median "${N[@]}")
-echo "envdoctor check:            ${E[*]} ms (median $e)"
+e=$(median "${E[@]}") c=$(median "${C[@]}") p=$(median "${P[@]}") n=$(median "${N[@]}")
+echo "envdoctor check (warm load cache): ${E[*]} ms (median $e)"
+echo "envdoctor check --no-load-cache:   ${C[*]} ms (median $c)"
 echo "envdoctor check --no-load:  ${N[*]} ms (median $n)"
 echo "collect_env:                ${P[*]} ms (median $p)"
 echo "where check's time goes (--timings, one run):"
-{ "$BIN" check --timings 2>&1 >/dev/null || true; } | sed "s/^/  /"
+{ "$BIN" check --no-load-cache --timings 2>&1 >/dev/null || true; } | sed "s/^/  /"
 # The load child: its argv from a real run, then alone under /usr/bin/time.
 if command -v strace >/dev/null; then
-  strace -f -v -qq -s 4096 -e trace=execve -o "$PROJ/trace" "$BIN" check >/dev/null 2>&1 || true
+  strace -f -v -qq -s 4096 -e trace=execve -o "$PROJ/trace" "$BIN" check --no-load-cache >/dev/null 2>&1 || true
   line=$(grep -m1 '__load-child' "$PROJ/trace" || true)
   if [[ -n $line ]]; then
     # strace prints argv as a JSON-like list of quoted strings.
@@ -57,6 +59,9 @@ print("\n".join(arr[1:]))' "$line")
     echo "load child: not started (nothing to load?)"
   fi
 fi
+/usr/bin/time -f '%M' -o "$PROJ/rss" "$BIN" check --no-load-cache >/dev/null 2>&1 || true
+echo "check --no-load-cache, peak RSS of the process tree's largest member: $(($(tail -n1 "$PROJ/rss") / 1024)) MiB"
 /usr/bin/time -f '%M' -o "$PROJ/rss" "$BIN" check >/dev/null 2>&1 || true
-echo "check, peak RSS of the process tree's largest member: $(($(tail -n1 "$PROJ/rss") / 1024)) MiB"
-awk -v p="$p" -v e="$e" 'BEGIN { printf "ratio collect_env/check: %.1fx\n", p / e }'
+echo "check (warm), peak RSS of the process tree's largest member: $(($(tail -n1 "$PROJ/rss") / 1024)) MiB"
+awk -v p="$p" -v c="$c" 'BEGIN { printf "ratio collect_env/check, cold load cache: %.1fx\n", p / c }'
+awk -v p="$p" -v e="$e" 'BEGIN { printf "ratio collect_env/check (warm load cache, the pre-job run): %.1fx\n", p / e }'

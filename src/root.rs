@@ -188,9 +188,24 @@ impl Root {
         Ok(self.host_path(&self.canonicalize(machine)?))
     }
 
+    /// The host path to hand the kernel for reading what `machine` names (links followed). On
+    /// this machine (`/`) the kernel's own path walk is the resolution, so the path is used as
+    /// given (no `lstat` per component); under a prefix, links are resolved inside the root.
+    fn io_path(&self, machine: &Path) -> Result<PathBuf, RootError> {
+        if self.is_host() {
+            if !machine.is_absolute() {
+                return Err(RootError::Relative {
+                    path: machine.to_path_buf(),
+                });
+            }
+            return Ok(machine.to_path_buf());
+        }
+        self.real_host_path(machine)
+    }
+
     /// Metadata of the file `machine` names, links followed inside the root.
     pub fn metadata(&self, machine: &Path) -> Result<fs::Metadata, RootError> {
-        let host = self.real_host_path(machine)?;
+        let host = self.io_path(machine)?;
         fs::metadata(&host).map_err(|e| io_err(machine, e))
     }
 
@@ -267,7 +282,7 @@ impl Root {
 
     /// Open a regular file for reading, refusing FIFOs, sockets and devices (which can block).
     pub fn open(&self, machine: &Path) -> Result<fs::File, RootError> {
-        let host = self.real_host_path(machine)?;
+        let host = self.io_path(machine)?;
         let md = fs::metadata(&host).map_err(|e| io_err(machine, e))?;
         let ft = md.file_type();
         if !ft.is_file() {
@@ -312,8 +327,7 @@ impl Root {
     /// The entries of a directory (links followed to reach it), as machine paths, sorted by
     /// name so that output is deterministic. Names are kept as raw `OsString`s (non-UTF-8 ok).
     pub fn read_dir(&self, machine: &Path) -> Result<Vec<PathBuf>, RootError> {
-        let canon = self.canonicalize(machine)?;
-        let host = self.host_path(&canon);
+        let host = self.io_path(machine)?;
         let rd = fs::read_dir(&host).map_err(|e| io_err(machine, e))?;
         let mut names: Vec<OsString> = Vec::new();
         for entry in rd {

@@ -15,6 +15,10 @@ const CHUNK: usize = 8 * 1024 * 1024;
 
 /// Every distinct string that starts with `prefix` and continues with bytes `keep` accepts (at
 /// most `max_len` bytes in all), in the order found. A missing or unreadable file gives none.
+///
+/// In an ELF file with section headers only its read-only data (`.rodata*`, `.lrodata*`) is
+/// scanned, where such literals live (libtorch_python's 1 MB of 34, libnvrtc's 13 MB of 115);
+/// any other file is scanned whole.
 pub fn find_strings(
     root: &Root,
     path: &Path,
@@ -26,7 +30,106 @@ pub fn find_strings(
     let Ok(file) = root.open(path) else {
         return out;
     };
-    let mut reader = file.take(MAX_SCAN);
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    match rodata_ranges(&file, len) {
+        Some(ranges) => {
+            let mut budget = MAX_SCAN;
+            for (off, size) in ranges {
+                let size = size.min(budget);
+                budget -= size;
+                let reader = RangeReader {
+                    file: &file,
+                    at: off,
+                    end: off + size,
+                };
+                scan(reader, prefix, &keep, max_len, &mut out);
+            }
+        }
+        None => scan(file.take(MAX_SCAN), prefix, &keep, max_len, &mut out),
+    }
+    out
+}
+
+/// A positional reader over `[at, end)` of a file.
+struct RangeReader<'a> {
+    file: &'a std::fs::File,
+    at: u64,
+    end: u64,
+}
+
+impl Read for RangeReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let left = self.end.saturating_sub(self.at);
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..want], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// The (offset, size) of the read-only data sections of a 64-bit little-endian ELF file, when
+/// its section headers name any; `None` otherwise (scan it whole).
+fn rodata_ranges(file: &std::fs::File, len: u64) -> Option<Vec<(u64, u64)>> {
+    use std::os::unix::fs::FileExt;
+    let mut h = [0u8; 64];
+    file.read_exact_at(&mut h, 0).ok()?;
+    if &h[..4] != b"\x7fELF" || h[4] != 2 || h[5] != 1 {
+        return None;
+    }
+    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]));
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
+    let shoff = u64_at(&h, 0x28);
+    let (entsize, num, strndx) = (u16_at(&h, 0x3a), u16_at(&h, 0x3c), u16_at(&h, 0x3e));
+    if entsize != 64 || num == 0 || num > 8192 || strndx >= num {
+        return None;
+    }
+    let table_len = u64::from(num) * 64;
+    if shoff.checked_add(table_len)? > len {
+        return None;
+    }
+    let mut table = vec![0u8; usize::try_from(table_len).ok()?];
+    file.read_exact_at(&mut table, shoff).ok()?;
+    let sec = |i: usize| &table[i * 64..i * 64 + 64];
+    let names_sec = sec(usize::from(strndx));
+    let (names_off, names_len) = (u64_at(names_sec, 0x18), u64_at(names_sec, 0x20));
+    if names_len > 1 << 20 || names_off.checked_add(names_len)? > len {
+        return None;
+    }
+    let mut names = vec![0u8; usize::try_from(names_len).ok()?];
+    file.read_exact_at(&mut names, names_off).ok()?;
+    let mut out = Vec::new();
+    for i in 0..usize::from(num) {
+        let s = sec(i);
+        let name_at = usize::try_from(u32_at(s, 0)).ok()?;
+        let name = names.get(name_at..).unwrap_or_default();
+        let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
+        const SHT_PROGBITS: u32 = 1;
+        if u32_at(s, 4) == SHT_PROGBITS
+            && (name.starts_with(b".rodata") || name.starts_with(b".lrodata"))
+        {
+            let (off, size) = (u64_at(s, 0x18), u64_at(s, 0x20));
+            if off.checked_add(size).is_some_and(|e| e <= len) {
+                out.push((off, size));
+            }
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Add to `out` every distinct string of `reader` that starts with `prefix` (see
+/// [`find_strings`]).
+fn scan(
+    mut reader: impl Read,
+    prefix: &[u8],
+    keep: &impl Fn(u8) -> bool,
+    max_len: usize,
+    out: &mut Vec<String>,
+) {
     let finder = memchr::memmem::Finder::new(prefix);
     let overlap = max_len.max(prefix.len());
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + overlap);
@@ -75,7 +178,6 @@ pub fn find_strings(
         }
         from = start + 1;
     }
-    out
 }
 
 /// Bytes of a soname (`libnvrtc-builtins.so.13.2`).
@@ -86,6 +188,46 @@ pub fn soname_byte(b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_elf_file_is_scanned_in_its_read_only_data() {
+        let t = tempfile::tempdir().unwrap();
+        let c = t.path().join("x.c");
+        std::fs::write(
+            &c,
+            "const char *builtins(void) { return \"libnvrtc-builtins.so.13.2\"; }\n",
+        )
+        .unwrap();
+        let so = t.path().join("libx.so");
+        let built = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&so)
+            .arg(&c)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !built {
+            eprintln!("skipped: no cc");
+            return;
+        }
+        let file = std::fs::File::open(&so).unwrap();
+        let len = file.metadata().unwrap().len();
+        let ranges = rodata_ranges(&file, len).expect("cc's output has a .rodata");
+        assert!(ranges.iter().map(|r| r.1).sum::<u64>() < len);
+        // The literal is found there; the same bytes appended after the last section are not
+        // read (they are in no read-only data section).
+        let mut bytes = std::fs::read(&so).unwrap();
+        bytes.extend_from_slice(b"\0libnvrtc-builtins.so.99.9\0");
+        std::fs::write(&so, &bytes).unwrap();
+        let root = Root::new(t.path());
+        let v = find_strings(
+            &root,
+            Path::new("/libx.so"),
+            b"libnvrtc-builtins.so.",
+            soname_byte,
+            64,
+        );
+        assert_eq!(v, vec!["libnvrtc-builtins.so.13.2".to_string()]);
+    }
 
     #[test]
     fn strings_across_chunk_borders_and_at_the_end() {
