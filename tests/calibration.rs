@@ -15,12 +15,9 @@
 //!
 //! Libraries are compiled with `cc` (real sonames); interpreters are stand-ins never run.
 
-#[path = "common/cc.rs"]
-mod cc;
-#[path = "common/machine.rs"]
-mod machine;
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::cc;
+use crate::common::machine;
+use crate::common::pypi;
 
 use assert_cmd::Command;
 use machine::*;

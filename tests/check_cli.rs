@@ -422,8 +422,7 @@ fn the_readme_rule_example_loads_and_its_tests_pass() {
         .code(0);
 }
 
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::pypi;
 
 #[test]
 fn no_error_finding_on_a_venv_with_numpy_and_h5py() {

@@ -48,7 +48,7 @@ fn golden(name: &str, actual: &str) {
             .unwrap_or(expected.lines().count().min(actual.lines().count()));
         panic!(
             "{name} differs from the golden file from line {}:\n--- expected\n{}\n--- actual\n{}\n\
-             (ENVDOCTOR_UPDATE_GOLDEN=1 cargo test --test compare_golden rewrites it)",
+             (ENVDOCTOR_UPDATE_GOLDEN=1 cargo test --test integration compare_golden rewrites it)",
             first + 1,
             expected
                 .lines()

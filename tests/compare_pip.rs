@@ -13,8 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command as Std;
 
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::pypi;
 use pypi::{pip, require_pypi, run};
 
 /// normalised name -> version, from pip itself.

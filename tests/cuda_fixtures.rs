@@ -3,8 +3,7 @@
 //! `envdoctor snapshot`) and through the loader API; where the fixture can run on this host
 //! (absolute temp paths), the real loader is asked too.
 
-#[path = "common/cc.rs"]
-mod cc;
+use crate::common::cc;
 
 use assert_cmd::Command;
 use envdoctor::probe::libs::links;
@@ -13,8 +12,7 @@ use envdoctor::root::{Env, Root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-#[path = "common/machine.rs"]
-mod machine;
+use crate::common::machine;
 use machine::copy_tree;
 
 fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {

@@ -4,7 +4,7 @@
 //! checked by `systemd-analyze verify`, the textfile read by promtool and served by a real
 //! node-exporter, the Action's steps checked by `bash -n` and its check step run.
 
-mod formats_common;
+use crate::formats_common;
 
 use formats_common::*;
 use serde_json::Value;

@@ -2,8 +2,7 @@
 //! stream), its text and Markdown output, "nothing matched", and `envdoctor run -- CMD` end to
 //! end on failing Python scripts.
 
-#[path = "common/machine.rs"]
-mod machine;
+use crate::common::machine;
 
 use assert_cmd::Command;
 use machine::{repo, Machine};

@@ -4,8 +4,7 @@
 //! same rule is ruled out by a named fact. Then the same logs inside 5,000 lines of ordinary
 //! training output.
 
-#[path = "common/machine.rs"]
-mod machine;
+use crate::common::machine;
 
 use machine::{copy_tree, repo, Machine};
 use serde_json::Value;

@@ -9,8 +9,7 @@
 
 use serde_json::Value;
 
-#[path = "common/machine.rs"]
-mod machine;
+use crate::common::machine;
 use machine::*;
 
 // Seed 001: InceptionV3 replaced by InceptionV4 in code, but the training directory still holds
@@ -99,9 +98,8 @@ fn seed_000_name_based_checkpoint_under_tensorflow_2() {
     assert!(findings_of(&report, "ckpt-tf1-name-based-with-tf2").is_empty());
 }
 
-#[path = "common/cc.rs"]
-mod cc;
-mod fake_nvml;
+use crate::common::cc;
+use crate::fake_nvml;
 
 /// `envdoctor check --root ROOT --nvml-lib <fake NVML>` in `scenario`, with exactly `env` (plus
 /// the fake's pids: 4242 is the user's notebook, 3100 a process of another container).

@@ -3,8 +3,8 @@
 //! checked), `junitparser`, GitHub's documented escaping read back as the runner reads it, and
 //! `promtool check metrics`. Each validator is also shown to reject a broken document.
 
-mod fake_nvml;
-mod formats_common;
+use crate::fake_nvml;
+use crate::formats_common;
 
 use formats_common::*;
 use serde_json::Value;

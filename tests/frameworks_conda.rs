@@ -7,10 +7,8 @@
 //! venv's interpreter loads that `libc10_cuda.so` in a child and reads `/proc/self/maps`.
 //! Needs PyPI (cached venvs): skipped with a message unless `ENVDOCTOR_REQUIRE_PYPI` is set.
 
-#[path = "common/fw.rs"]
-mod fw;
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::fw;
+use crate::common::pypi;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

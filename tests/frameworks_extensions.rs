@@ -7,12 +7,9 @@
 //!   `libbitsandbytes_cuda118.so` / `_cuda121.so` unzipped into a fake machine): only the
 //!   variant of the runtime's CUDA (torch's) counts, none when no runtime says.
 
-#[path = "common/cc.rs"]
-mod cc;
-#[path = "common/machine.rs"]
-mod machine;
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::cc;
+use crate::common::machine;
+use crate::common::pypi;
 
 use machine::Machine;
 use serde_json::Value;

@@ -12,12 +12,9 @@
 //!
 //! Needs PyPI (cached venvs): skipped with a message unless `ENVDOCTOR_REQUIRE_PYPI` is set.
 
-#[path = "common/cc.rs"]
-mod cc;
-#[path = "fake_nvml/mod.rs"]
-mod fake_nvml;
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::cc;
+use crate::common::pypi;
+use crate::fake_nvml;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -4,10 +4,8 @@
 //! mapped must be predicted at the same file, with the CUDA build and the plugin's requester.
 //! Needs PyPI (cached venv): skipped with a message unless `ENVDOCTOR_REQUIRE_PYPI` is set.
 
-#[path = "common/fw.rs"]
-mod fw;
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::fw;
+use crate::common::pypi;
 
 const INIT: &str = "import jax\ntry:\n    jax.devices()\nexcept Exception:\n    pass";
 
@@ -57,13 +55,11 @@ fn prediction_equals_the_real_backend_initialisation() {
     assert!(!libs.iter().any(|l| l["soname"] == "libcudart.so.12"));
 }
 
-#[path = "common/cc.rs"]
-mod cc;
+use crate::common::cc;
 /// The CUDA 12 PJRT plugin from its real wheel (`jax-cuda12-pjrt==0.10.2`, unzipped into a
 /// fake machine): its shared `_load` list asks only for CUDA 12's sonames, from
 /// `xla_cuda_plugin.so`, and a cudart wheel's file is preloaded from `nvidia/cuda_runtime`.
-#[path = "common/machine.rs"]
-mod machine;
+use crate::common::machine;
 
 #[test]
 fn cuda12_plugin_from_its_wheel() {

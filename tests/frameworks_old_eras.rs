@@ -14,10 +14,8 @@
 //!   the famous `libcusolver.so.10` of a CUDA 11.0 build).
 //! - torch 1.8.1 (CUDA libraries bundled in `torch/lib`) and 1.13.1 (cu117, pip `nvidia/*/lib`).
 
-#[path = "common/machine.rs"]
-mod machine;
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::machine;
+use crate::common::pypi;
 
 use machine::Machine;
 use serde_json::Value;

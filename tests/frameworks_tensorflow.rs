@@ -8,10 +8,8 @@
 //! and every CUDA-family file it mapped (cuSPARSE's nvJitLink too) must be predicted there.
 //! Needs PyPI (cached venv): skipped with a message unless `ENVDOCTOR_REQUIRE_PYPI` is set.
 
-#[path = "common/fw.rs"]
-mod fw;
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::fw;
+use crate::common::pypi;
 
 use envdoctor::probe::libs::frameworks::{family, tensorflow};
 use std::collections::BTreeMap;

@@ -6,12 +6,9 @@
 //! PYTHONPATH entry, or an old copy on LD_LIBRARY_PATH. Needs PyPI (cached venv): skipped with
 //! a message unless `ENVDOCTOR_REQUIRE_PYPI` is set.
 
-#[path = "common/cc.rs"]
-mod cc;
-#[path = "common/fw.rs"]
-mod fw;
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::cc;
+use crate::common::fw;
+use crate::common::pypi;
 
 use std::path::{Path, PathBuf};
 

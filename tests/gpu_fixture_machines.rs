@@ -1,7 +1,7 @@
 //! The gpu probe's process attribution on fixture machines (their `/proc` laid out as files),
 //! with the fake NVML reporting pids that exist in those fixtures.
 
-mod fake_nvml;
+use crate::fake_nvml;
 
 use assert_cmd::Command;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! 90% of one, an exclusive-process MIG device, a wedged driver, a version mismatch, no driver,
 //! no library, a crash.
 
-mod fake_nvml;
+use crate::fake_nvml;
 
 use assert_cmd::Command;
 use serde_json::Value;

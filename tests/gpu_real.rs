@@ -1,5 +1,5 @@
 //! Against a real NVIDIA GPU: `envdoctor snapshot` must agree with `nvidia-smi`.
-//! Run with `cargo test --test gpu_real -- --ignored` on a GPU machine.
+//! Run with `cargo test --test integration gpu_real -- --ignored` on a GPU machine.
 
 use assert_cmd::Command;
 use serde_json::Value;

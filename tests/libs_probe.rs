@@ -2,8 +2,7 @@
 //! real loader), the crash-isolated load child (`libraries[].load`) and `--pid` (`jobs[]`),
 //! with real shared libraries compiled by `cc`, real venvs and real processes.
 
-#[path = "common/cc.rs"]
-mod cc;
+use crate::common::cc;
 
 use assert_cmd::Command;
 use envdoctor::probe::libs::load::{self, Item};
@@ -11,12 +10,10 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::pypi;
 use pypi::{need, run};
 
-#[path = "common/machine.rs"]
-mod machine;
+use crate::common::machine;
 use machine::{copy_tree, debian_python};
 
 fn fixture_dir(name: &str) -> PathBuf {

@@ -2,8 +2,7 @@
 //! staleness; and, where this process may `chroot`, the whole search inside a fake root
 //! compared with the real loader running in that root.
 
-#[path = "common/cc.rs"]
-mod cc;
+use crate::common::cc;
 
 use envdoctor::probe::libs::ldcache::{self, CacheFormat, LdCache};
 use envdoctor::probe::libs::search::{FoundVia, Loader, Object, Requester};

@@ -2,8 +2,7 @@
 //! libraries with `cc`, asks the real `ld.so` (an executable that `dlopen`s, run under
 //! `LD_DEBUG=libs`) which file it opened, and asserts `Loader::resolve` names the same path.
 
-#[path = "common/cc.rs"]
-mod cc;
+use crate::common::cc;
 
 use envdoctor::probe::libs::search::{FoundVia, Loader, Object, Requester};
 use envdoctor::root::{Env, Root};

@@ -2,8 +2,7 @@
 //! says when it loads the same objects: `version 'X' not found` (the conda-libstdc++
 //! `GLIBCXX_3.4.30` case) and `undefined symbol: ...` (the nvJitLink case).
 
-#[path = "common/cc.rs"]
-mod cc;
+use crate::common::cc;
 
 use envdoctor::probe::libs::elf::{self, Symbol};
 use envdoctor::root::Root;

@@ -2,7 +2,7 @@
 //! that timed out) says so and exits 2 unless `--allow-incomplete`, and a run in a real terminal
 //! (tmux, 80 columns) has no line longer than 80.
 
-mod fake_nvml;
+use crate::fake_nvml;
 
 use assert_cmd::Command;
 use std::time::Duration;

@@ -6,9 +6,8 @@
 //! The expected outputs live under `tests/golden/output/`; `ENVDOCTOR_UPDATE_GOLDEN=1 cargo test
 //! --test output_golden` rewrites them (review the diff before committing).
 
-mod fake_nvml;
-#[path = "common/machine.rs"]
-mod machine;
+use crate::common::machine;
+use crate::fake_nvml;
 
 use assert_cmd::Command;
 use machine::{repo, Machine};
@@ -44,7 +43,7 @@ fn golden(name: &str, actual: &str) {
     if expected != actual {
         panic!(
             "{name} differs from its golden file:\n--- expected\n{expected}\n--- actual\n{actual}\n\
-             (ENVDOCTOR_UPDATE_GOLDEN=1 cargo test --test output_golden rewrites it)"
+             (ENVDOCTOR_UPDATE_GOLDEN=1 cargo test --test integration output_golden rewrites it)"
         );
     }
 }

@@ -2,8 +2,7 @@
 //! nvidia-* wheels pip brings), checked against what torch itself says about its build and the
 //! cuDNN it loads. Skips without PyPI unless `ENVDOCTOR_REQUIRE_PYPI` is set.
 
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::pypi;
 
 use assert_cmd::Command;
 

@@ -17,8 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command as Std;
 
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::pypi;
 use pypi::{need, pip, run};
 
 fn fixture(name: &str) -> PathBuf {

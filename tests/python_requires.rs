@@ -10,8 +10,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command as Std;
 
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::pypi;
 use pypi::{pip, run};
 
 fn build(dir: &Path) -> Result<(), String> {

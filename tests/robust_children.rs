@@ -3,11 +3,9 @@
 //! that loads fine, a library that forks while loading, one that floods stdout, one that prints
 //! a forged result line; and the real libcupti from NVIDIA's wheel.
 
-#[path = "common/cc.rs"]
-mod cc;
-mod fake_nvml;
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::cc;
+use crate::common::pypi;
+use crate::fake_nvml;
 
 use envdoctor::probe::libs::load::{self, Item};
 use std::path::Path;

@@ -23,8 +23,7 @@ fn mkfifo(p: &Path) {
     assert!(st.success());
 }
 
-#[path = "common/machine.rs"]
-mod machine;
+use crate::common::machine;
 
 /// A snapshot of an empty machine, as `envdoctor snapshot` writes it.
 fn empty_snapshot(dir: &Path) -> Value {

@@ -7,8 +7,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
 
-#[path = "common/machine.rs"]
-mod machine;
+use crate::common::machine;
 use machine::Machine;
 
 /// `envdoctor snapshot --root ROOT --no-load` with exactly `env`; asserts exit 0 and JSON.

@@ -10,14 +10,12 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command as Std;
 
-#[path = "common/machine.rs"]
-mod machine;
+use crate::common::machine;
 use machine::*;
 
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::pypi;
 
-mod fake_nvml;
+use crate::fake_nvml;
 
 /// `envdoctor check --format json --no-load` on this host with exactly PATH (`bins` first, then
 /// /usr/bin:/bin), a fresh HOME and `env`: (exit code, report).

@@ -10,8 +10,7 @@
 //! `<PyPI cache>/wheel-target` and zig's cache to `~/.cache/zig`, so only the first run pays for
 //! a cold build.
 
-#[path = "common/pypi.rs"]
-mod pypi;
+use crate::common::pypi;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

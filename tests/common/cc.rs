@@ -1,7 +1,6 @@
 //! Test helper: build real shared libraries and executables with `cc`.
 //!
-//! Include it from an integration test with `#[path = "common/cc.rs"] mod cc;` (so no
-//! `tests/common/mod.rs` is needed and helpers do not collide). Example:
+//! Use it from an integration test with `use crate::common::cc;`. Example:
 //! ```ignore
 //! let lib = cc::Lib::new("libcudnn.so.8")          // the soname
 //!     .returns("cudnnGetVersion", 8902)            // `int cudnnGetVersion(void) { return 8902; }`

@@ -1,6 +1,6 @@
 //! Test helper for the framework-model tests: envdoctor's prediction for a real venv, and the
 //! ground truth from a real child interpreter (`/proc/self/maps` after an import).
-//! Include with `#[path = "common/fw.rs"] mod fw;` (needs `common/pypi.rs` as `pypi`).
+//! `use crate::common::fw;`
 #![allow(dead_code)]
 
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //!
 //! Stand-in interpreters are shell scripts that would leave a marker file if run; `check`
 //! asserts the marker never appears (envdoctor reads interpreters, it never executes them).
-//! Include with `#[path = "common/machine.rs"] mod machine;`.
+//! `use crate::common::machine;`
 #![allow(dead_code)]
 
 use assert_cmd::Command;

@@ -1,7 +1,7 @@
 //! Test helper: running python3/pip for tests that need PyPI, under the project's policy: such
 //! a test skips (saying why) when PyPI or python3 is not at hand, unless
 //! `ENVDOCTOR_REQUIRE_PYPI` is set (CI sets it), where it fails instead.
-//! Include with `#[path = "common/pypi.rs"] mod pypi;`.
+//! `use crate::common::pypi;`
 #![allow(dead_code)]
 
 use std::path::Path;

@@ -3,8 +3,7 @@
 //! junitparser and PyYAML; `promtool` from Debian's `prometheus`).
 #![allow(dead_code)]
 
-#[path = "../common/pypi.rs"]
-pub mod pypi;
+pub use crate::common::pypi;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

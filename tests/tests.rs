@@ -1,0 +1,57 @@
+//! The integration tests, one binary (ripgrep's layout): each file in `tests/` is a module of
+//! it. Add a test file by adding its `mod` line here. Shared helpers live in `common/`, the fake
+//! NVML in `fake_nvml/`, what the output-format tests share in `formats_common/`.
+
+mod common;
+mod fake_nvml;
+mod formats_common;
+
+mod calibration;
+mod check_cli;
+mod checkpoint_corrupt;
+mod checkpoint_discovery;
+mod checkpoint_fixtures;
+mod checkpoint_mutations;
+mod cli_basics;
+mod compare_cli;
+mod compare_golden;
+mod compare_pip;
+mod config_cli;
+mod cuda_fixtures;
+mod deploy;
+mod diagnose_cli;
+mod diagnose_corpus;
+mod env_secrets;
+mod field_reports;
+mod formats;
+mod frameworks_conda;
+mod frameworks_extensions;
+mod frameworks_gpu_box;
+mod frameworks_jax;
+mod frameworks_old_eras;
+mod frameworks_tensorflow;
+mod frameworks_torch;
+mod gpu_fixture_machines;
+mod gpu_nvml;
+mod gpu_real;
+mod host_facts;
+mod libs_probe;
+mod loader_ldcache;
+mod loader_resolve;
+mod loader_symver;
+mod output_cli;
+mod output_golden;
+mod output_pypi;
+mod python_discovery;
+mod python_packages;
+mod python_requires;
+mod robust_children;
+mod robust_cli;
+mod robust_fuzz;
+mod robust_inputs;
+mod rule_pack_field;
+mod rule_pack_machines;
+mod ship_cli;
+mod ship_wheel;
+mod snapshot_cli;
+mod timings_cli;
