@@ -4,6 +4,7 @@
 //! [`crate::probe::Options`] and calls it. Exit codes: 0 success / nothing to report, 1 findings or
 //! drift, 2 envdoctor could not do its job.
 
+use crate::exit::Exit;
 use crate::probe::{self, Options};
 use crate::report::findings::{self, FailOn, Summary};
 use crate::report::layout::Layout;
@@ -463,7 +464,7 @@ impl ProbeArgs {
 }
 
 /// Run a parsed command line; returns the exit code.
-pub fn run(cli: Cli) -> Result<i32, Error> {
+pub fn run(cli: Cli) -> Result<Exit, Error> {
     crate::report::style::set_color_when(cli.global.color);
     match cli.command {
         Command::Check(args) => check(args, &cli.global, false),
@@ -472,7 +473,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut command(), "envdoctor", &mut buf);
             out(&String::from_utf8_lossy(&buf))?;
-            Ok(0)
+            Ok(Exit::Success)
         }
         Command::Man => {
             let mut buf = Vec::new();
@@ -480,7 +481,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
                 .render(&mut buf)
                 .map_err(|e| Error::other(format!("cannot render the man page: {e}")))?;
             out(&String::from_utf8_lossy(&buf))?;
-            Ok(0)
+            Ok(Exit::Success)
         }
         Command::Snapshot(args) => snapshot(args),
         Command::Rules(cmd) => rules_cmd(cmd),
@@ -488,12 +489,12 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         Command::Compare(args) => crate::compare::cli::run(args),
         Command::Diagnose(args) => crate::diagnose::cli::diagnose_cmd(args),
         Command::Run(args) => crate::diagnose::cli::run_cmd(args),
-        Command::NvmlChild(args) => Ok(probe::gpu::child::run(args.lib.as_deref())),
-        Command::LoadChild { args } => Ok(probe::libs::load::child_main(&args)),
+        Command::NvmlChild(args) => Ok(Exit::Passed(probe::gpu::child::run(args.lib.as_deref()))),
+        Command::LoadChild { args } => Ok(Exit::Passed(probe::libs::load::child_main(&args))),
     }
 }
 
-fn snapshot(args: SnapshotArgs) -> Result<i32, Error> {
+fn snapshot(args: SnapshotArgs) -> Result<Exit, Error> {
     let start = std::time::Instant::now();
     if args.probe.timings {
         crate::timings::enable();
@@ -524,7 +525,7 @@ fn snapshot(args: SnapshotArgs) -> Result<i32, Error> {
         crate::timings::record("render (write JSON)", written.elapsed());
         eprint!("{}", crate::timings::report(start));
     }
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 fn out(text: &str) -> Result<(), Error> {
@@ -538,7 +539,7 @@ const RULES_STACK: usize = 8 << 20;
 /// Time the rules may take beyond the probe deadline (the probes hand over within 0.25 s of it).
 const RULES_GRACE: std::time::Duration = std::time::Duration::from_millis(400);
 
-fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Error> {
+fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Error> {
     if report
         && !matches!(
             args.format,
@@ -699,9 +700,9 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<i32, Erro
         }
     }
     let code = if report {
-        0
+        Exit::Success
     } else {
-        summary.exit_code(args.allow_incomplete)
+        summary.exit(args.allow_incomplete)
     };
     // The process exits next: freeing a large snapshot piece by piece is time for nothing.
     std::mem::forget(snap);
@@ -729,7 +730,7 @@ fn load_for_files(paths: &[PathBuf], extra: &[PathBuf]) -> Result<RuleSet, Error
     }
 }
 
-fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
+fn rules_cmd(cmd: RulesCommand) -> Result<Exit, Error> {
     match cmd {
         RulesCommand::List(a) => {
             let set = RuleSet::shipped_with(&a.rules)?;
@@ -737,7 +738,7 @@ fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
                 Format::Json => crate::report::rules::list_json(&set),
                 _ => crate::report::rules::list_text(&set),
             })?;
-            Ok(0)
+            Ok(Exit::Success)
         }
         RulesCommand::Show(a) => {
             let set = RuleSet::shipped_with(&a.rules)?;
@@ -749,14 +750,14 @@ fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
                 if r.origin.shipped { " (shipped)" } else { "" },
                 r.origin.source
             ))?;
-            Ok(0)
+            Ok(Exit::Success)
         }
         RulesCommand::Test(a) => {
             let set = load_for_files(&a.paths, &a.rules)?;
             let results = set.run_tests();
             let failed = results.iter().filter(|r| r.failure.is_some()).count();
             out(&crate::report::rules::test_text(&set, &results))?;
-            Ok(if failed > 0 { 1 } else { 0 })
+            Ok(Exit::found_if(failed > 0))
         }
         RulesCommand::Lint(a) => {
             let set = load_for_files(&a.paths, &a.rules)?;
@@ -772,7 +773,7 @@ fn rules_cmd(cmd: RulesCommand) -> Result<i32, Error> {
                 if problems.len() == 1 { "" } else { "s" }
             ));
             out(&s)?;
-            Ok(if problems.is_empty() { 0 } else { 1 })
+            Ok(Exit::found_if(!problems.is_empty()))
         }
     }
 }
@@ -781,11 +782,11 @@ fn unknown_rule(id: &str) -> Error {
     Error::input(id, "no rule with this id").with_hint("`envdoctor rules list` shows them all")
 }
 
-fn explain(a: ExplainArgs) -> Result<i32, Error> {
+fn explain(a: ExplainArgs) -> Result<Exit, Error> {
     let set = RuleSet::shipped_with(&a.rules)?;
     let r = set.get(&a.id).ok_or_else(|| unknown_rule(&a.id))?;
     out(&crate::rules::explain::render(r))?;
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 #[cfg(test)]

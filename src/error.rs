@@ -39,8 +39,8 @@ impl Error {
     }
 
     /// The process exit code: envdoctor could not do its job.
-    pub fn exit_code(&self) -> i32 {
-        2
+    pub fn exit(&self) -> crate::exit::Exit {
+        crate::exit::Exit::Trouble
     }
 }
 

@@ -16,6 +16,7 @@ pub mod compare;
 pub mod config;
 pub mod diagnose;
 pub mod error;
+pub mod exit;
 pub mod probe;
 pub mod report;
 pub mod root;

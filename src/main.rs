@@ -7,10 +7,10 @@ fn main() {
     let matches = envdoctor::cli::command_for(&args).get_matches_from(args);
     let cli = envdoctor::cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let code = match envdoctor::cli::run(cli) {
-        Ok(code) => code,
+        Ok(exit) => exit.code(),
         Err(err) => {
             eprintln!("envdoctor: error: {err}");
-            err.exit_code()
+            err.exit().code()
         }
     };
     // `exit` rather than returning: a probe thread stuck in a blocking syscall must not keep the

@@ -33,7 +33,7 @@ pub struct CompareArgs {
 }
 
 /// Run `envdoctor compare`; returns 0 (no drift) or 1 (drift).
-pub fn run(args: CompareArgs) -> Result<i32, Error> {
+pub fn run(args: CompareArgs) -> Result<crate::exit::Exit, Error> {
     // The rule pack compiles while the snapshots are read.
     let (snaps, rules) = std::thread::scope(|scope| {
         let rules = (!args.no_rules).then(|| scope.spawn(|| RuleSet::shipped_with(&args.rules)));
@@ -96,7 +96,7 @@ pub fn run(args: CompareArgs) -> Result<i32, Error> {
         Format::Text => render::render_text(&report, style::stdout_color()),
     };
     write_stdout(&text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))?;
-    let code = report.exit_code();
+    let code = report.exit();
     // The process exits next: freeing tens of MB of snapshots piece by piece would be a
     // tenth of the run time for a 20,000-distribution pair, for nothing.
     std::mem::forget(snaps);

@@ -262,8 +262,8 @@ pub struct CompareReport {
 
 impl CompareReport {
     /// The exit code as `diff`: 0 no drift, 1 drift.
-    pub fn exit_code(&self) -> i32 {
-        i32::from(self.summary.drift)
+    pub fn exit(&self) -> crate::exit::Exit {
+        crate::exit::Exit::found_if(self.summary.drift)
     }
 }
 
@@ -783,7 +783,7 @@ mod tests {
         );
         assert_eq!(r.summary.new_findings, 1);
         assert_eq!(r.summary.fixed_findings, 1);
-        assert_eq!(r.exit_code(), 1);
+        assert_eq!(r.exit(), crate::exit::Exit::Found);
 
         // Without the hook, no verdict section; with --all, collected_at differs too.
         let opts = CompareOptions {
@@ -808,7 +808,7 @@ mod tests {
         let snaps = vec![("a".to_string(), a.clone()), ("b".to_string(), a)];
         let r = compare(&snaps, &CompareOptions::default(), None).unwrap();
         assert!(r.changes.is_empty());
-        assert_eq!(r.exit_code(), 0);
+        assert_eq!(r.exit(), crate::exit::Exit::Success);
         assert!(compare(&snaps[..1], &CompareOptions::default(), None).is_err());
     }
 }

@@ -5,6 +5,7 @@
 use super::matcher::SymptomIndex;
 use super::{render, Report};
 use crate::cli::ProbeArgs;
+use crate::exit::Exit;
 use crate::probe;
 use crate::report::style::Style;
 use crate::report::{write_stdout, Format};
@@ -76,7 +77,7 @@ pub struct RunArgs {
 }
 
 /// `envdoctor diagnose`: exit 0 confirmed, 1 otherwise.
-pub fn diagnose_cmd(a: DiagnoseArgs) -> Result<i32, Error> {
+pub fn diagnose_cmd(a: DiagnoseArgs) -> Result<Exit, Error> {
     let rules = RuleSet::shipped_with(&a.facts.rules)?;
     let index = SymptomIndex::new(rules.rules());
     let (shown, scanned) = match a.log.as_deref().filter(|p| p.as_os_str() != "-") {
@@ -105,7 +106,7 @@ pub fn diagnose_cmd(a: DiagnoseArgs) -> Result<i32, Error> {
     let scanned = scanned.map_err(|e| read_error(&shown, e))?;
     let report = finish(scanned, &rules, &a.facts, &shown)?;
     emit(&report, a.facts.format, false)?;
-    Ok(exit_code(&report))
+    Ok(exit(&report))
 }
 
 fn read_error(shown: &str, e: super::reader::ReadError) -> Error {
@@ -165,11 +166,12 @@ fn emit(report: &Report, format: Format, to_stderr: bool) -> Result<(), Error> {
     }
 }
 
-fn exit_code(r: &Report) -> i32 {
-    match r.diagnoses.first() {
-        Some(d) if d.verdict == super::confirm::Verdict::Confirmed => 0,
-        _ => 1,
-    }
+fn exit(r: &Report) -> Exit {
+    let confirmed = r
+        .diagnoses
+        .first()
+        .is_some_and(|d| d.verdict == super::confirm::Verdict::Confirmed);
+    Exit::found_if(!confirmed)
 }
 
 /// The latest lines a command printed, complete lines only, at most [`RUN_CAPTURE`] bytes.
@@ -231,7 +233,7 @@ fn tee<R: Read + Send + 'static>(
 }
 
 /// `envdoctor run -- CMD ARGS…`: exit with CMD's status.
-pub fn run_cmd(a: RunArgs) -> Result<i32, Error> {
+pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
     let rules = RuleSet::shipped_with(&a.facts.rules)?;
     let shown = a.command.join(" ");
     let mut child = match Command::new(&a.command[0])
@@ -249,7 +251,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32, Error> {
                 126
             };
             eprintln!("envdoctor run: cannot run `{}`: {e}", a.command[0]);
-            return Ok(code);
+            return Ok(Exit::Passed(code));
         }
     };
     let tail = Arc::new(Mutex::new(Tail::default()));
@@ -271,7 +273,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32, Error> {
         128 + status.signal().unwrap_or(0)
     });
     if status.success() {
-        return Ok(0);
+        return Ok(Exit::Success);
     }
     let captured = tail.lock().map(|t| t.buf.clone()).unwrap_or_default();
     eprintln!("\nenvdoctor run: `{shown}` exited with status {code}; diagnosing its output\n");
@@ -283,5 +285,5 @@ pub fn run_cmd(a: RunArgs) -> Result<i32, Error> {
         Ok(report) => emit(&report, a.facts.format, true)?,
         Err(e) => eprintln!("envdoctor run: could not diagnose: {e}"),
     }
-    Ok(code)
+    Ok(Exit::Passed(code))
 }

@@ -90,13 +90,11 @@ impl Summary {
     }
 
     /// The exit code of `check`: 2 when incomplete (unless allowed), 1 when failed, else 0.
-    pub fn exit_code(&self, allow_incomplete: bool) -> i32 {
+    pub fn exit(&self, allow_incomplete: bool) -> crate::exit::Exit {
         if self.incomplete && !allow_incomplete {
-            2
-        } else if self.failed {
-            1
+            crate::exit::Exit::Trouble
         } else {
-            0
+            crate::exit::Exit::found_if(self.failed)
         }
     }
 
@@ -174,7 +172,7 @@ mod tests {
             !s.incomplete,
             "a corrupt file is a fact, not a failed probe"
         );
-        assert_eq!(s.exit_code(false), 0);
+        assert_eq!(s.exit(false), crate::exit::Exit::Success);
         assert!(s
             .line(&snap)
             .starts_with("OK: 0 errors, 0 warnings, 0 info, 1 probe problem"));
@@ -182,8 +180,8 @@ mod tests {
             .push(ProbeError::new("gpu", "did not answer"));
         let s = Summary::of(&[], &snap, FailOn::Error);
         assert!(s.incomplete);
-        assert_eq!(s.exit_code(false), 2);
-        assert_eq!(s.exit_code(true), 0);
+        assert_eq!(s.exit(false), crate::exit::Exit::Trouble);
+        assert_eq!(s.exit(true), crate::exit::Exit::Success);
         assert!(s
             .line(&snap)
             .starts_with("INCOMPLETE: 0 errors, 0 warnings, 0 info, 2 probe problems"));
