@@ -14,6 +14,7 @@ mod checkpoint_fixtures;
 mod checkpoint_mutations;
 mod cli_basics;
 mod compare_cli;
+mod compare_coverage;
 mod compare_golden;
 mod compare_pip;
 mod config_cli;

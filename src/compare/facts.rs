@@ -899,6 +899,18 @@ pub fn flatten(
             );
         }
         o.opt(S::Checkpoints, true, sc, format!("{ent}.error"), &ck.error);
+        // What each reader found inside, walked from the snapshot's own JSON so that a field
+        // added to a reader is compared without code here.
+        if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(ck) {
+            for (k, v) in m {
+                if !matches!(
+                    k.as_str(),
+                    "path" | "format" | "producer" | "producer_version" | "error"
+                ) {
+                    checkpoint_contents(&mut o, sc, &format!("{ent}.{k}"), &v);
+                }
+            }
+        }
     }
 
     // Running jobs are volatile (pids).
@@ -948,4 +960,45 @@ fn source_name(k: crate::snapshot::python::SourceKind) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
+}
+
+/// A checkpoint reader's facts under `key`: scalars as text, lists of scalars as lists, lists
+/// of records (tensors, opsets) as their count and a digest, so that one changed tensor shape
+/// shows without listing thousands of tensors.
+fn checkpoint_contents(o: &mut Out, sc: Option<&str>, key: &str, v: &serde_json::Value) {
+    use serde_json::Value;
+    use Section as S;
+    match v {
+        Value::Null => {}
+        Value::Object(m) => {
+            for (k, x) in m {
+                checkpoint_contents(o, sc, &format!("{key}.{k}"), x);
+            }
+        }
+        Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()) => {
+            let items: Vec<String> = a
+                .iter()
+                .map(|x| match x {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
+            o.list(S::Checkpoints, true, sc, key.to_string(), &items);
+        }
+        Value::Array(a) => {
+            let text = v.to_string();
+            let digest = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+            });
+            o.text(
+                S::Checkpoints,
+                true,
+                sc,
+                key.to_string(),
+                format!("{} entries (digest {digest:016x})", a.len()),
+            );
+        }
+        Value::String(s) => o.text(S::Checkpoints, true, sc, key.to_string(), s.clone()),
+        other => o.text(S::Checkpoints, true, sc, key.to_string(), other.to_string()),
+    }
 }
