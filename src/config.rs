@@ -436,20 +436,7 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Layer, Error> {
     Ok(layer)
 }
 
-/// `RULE.NAME=VALUE` (VALUE a number, true/false, or a string).
-pub fn parse_param(a: &str) -> Result<(String, String, Value), String> {
-    let bad = || format!("`{a}` is not RULE-ID.NAME=VALUE");
-    let (lhs, value) = a.split_once('=').ok_or_else(bad)?;
-    let (id, name) = lhs.rsplit_once('.').ok_or_else(bad)?;
-    if id.is_empty() || name.is_empty() {
-        return Err(bad());
-    }
-    Ok((
-        id.to_string(),
-        name.to_string(),
-        crate::rules::parse_scalar(value),
-    ))
-}
+pub use crate::rules::parse_param;
 
 // ---------------------------------------------------------------------------------------------
 // The command line.

@@ -18,6 +18,7 @@ pub mod diagnose;
 pub mod error;
 pub mod exit;
 pub mod probe;
+pub mod probe_args;
 pub mod report;
 pub mod root;
 pub mod rules;

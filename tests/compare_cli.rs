@@ -415,7 +415,7 @@ fn verdict_hook_ranks_new_findings_first_on_real_snapshots() {
         "verdicts[six-1.17] pythons[~/proj/.venv/bin/python]"
     );
     assert_eq!(r.summary.new_findings, 1);
-    let text = compare::render::render_text(&r, false);
+    let text = envdoctor::report::compare::render_text(&r, false);
     assert!(text.contains("B will hit: six 1.17 drops a shim"), "{text}");
     // Reversed, the finding is fixed.
     let rev = vec![snaps[1].clone(), snaps[0].clone()];

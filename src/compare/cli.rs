@@ -1,6 +1,6 @@
 //! The `compare` subcommand's arguments and run: read the files, compare, print, exit code.
 
-use super::{compare, load_all, render, CompareOptions, Section, Verdict, VerdictFn};
+use super::{compare, load_all, CompareOptions, Section, Verdict, VerdictFn};
 use crate::report::{style, write_stdout, Format};
 use crate::rules::RuleSet;
 use crate::Error;
@@ -91,9 +91,9 @@ pub fn run(args: CompareArgs) -> Result<crate::exit::Exit, Error> {
         rules.as_ref().map(|_| &verdicts as &VerdictFn),
     )?;
     let text = match args.format {
-        Format::Json => render::render_json(&report),
-        Format::Markdown => render::render_markdown(&report),
-        Format::Text => render::render_text(&report, style::stdout_color()),
+        Format::Json => crate::report::compare::render_json(&report),
+        Format::Markdown => crate::report::compare::render_markdown(&report),
+        Format::Text => crate::report::compare::render_text(&report, style::stdout_color()),
     };
     write_stdout(&text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))?;
     let code = report.exit();

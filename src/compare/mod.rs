@@ -24,8 +24,6 @@ pub mod facts;
 pub mod fleet;
 pub mod matching;
 pub mod packages;
-/// The rendering lives with every other output, in [`crate::report::compare`].
-pub use crate::report::compare as render;
 
 use crate::{Error, Snapshot};
 use facts::{Fact, Flat, FlattenOptions};

@@ -4,9 +4,9 @@
 
 use super::matcher::SymptomIndex;
 use super::{render, Report};
-use crate::cli::ProbeArgs;
 use crate::exit::Exit;
 use crate::probe;
+use crate::probe_args::ProbeArgs;
 use crate::report::style::Style;
 use crate::report::{write_stdout, Format};
 use crate::rules::RuleSet;

@@ -182,7 +182,7 @@ impl RuleSet {
     /// Override parameters: `ID.NAME=VALUE` (VALUE a number, true/false, or a string).
     pub fn set_params(&mut self, assignments: &[String]) -> Result<(), Error> {
         for a in assignments {
-            let (id, name, value) = crate::config::parse_param(a).map_err(|_| {
+            let (id, name, value) = parse_param(a).map_err(|_| {
                 Error::input(
                     format!("--param {a}"),
                     "expected RULE-ID.NAME=VALUE (see `envdoctor rules show RULE-ID`)",
@@ -652,6 +652,17 @@ pub struct TestResult {
     pub line: u64,
     /// Why it failed (None: passed).
     pub failure: Option<String>,
+}
+
+/// `RULE.NAME=VALUE` (VALUE a number, true/false, or a string).
+pub fn parse_param(a: &str) -> Result<(String, String, Value), String> {
+    let bad = || format!("`{a}` is not RULE-ID.NAME=VALUE");
+    let (lhs, value) = a.split_once('=').ok_or_else(bad)?;
+    let (id, name) = lhs.rsplit_once('.').ok_or_else(bad)?;
+    if id.is_empty() || name.is_empty() {
+        return Err(bad());
+    }
+    Ok((id.to_string(), name.to_string(), parse_scalar(value)))
 }
 
 #[cfg(test)]

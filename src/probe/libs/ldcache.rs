@@ -480,7 +480,7 @@ pub fn dangling_entries<'c>(root: &Root, cache: &'c LdCache) -> Vec<&'c CacheEnt
 /// The trusted directories `ldconfig` always scans on a Debian-style multiarch x86-64 system
 /// (and `/lib64`, `/usr/lib64` elsewhere), as far as they exist in `root`.
 pub fn trusted_dirs(root: &Root) -> Vec<PathBuf> {
-    crate::probe::libs::search::default_dirs(root)
+    crate::probe::libs::layout::default_dirs(root)
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@
 pub mod elf;
 pub mod frameworks;
 pub mod jobs;
+pub mod layout;
 pub mod ldcache;
 pub mod links;
 pub mod load;

@@ -12,7 +12,7 @@
 //! Source details: `base env /home/u/miniconda3 (conda root from CONDA_EXE=...)`,
 //! `env ml in /home/u/miniconda3/envs`, `/home/u/.conda/environments.txt line 2: /path`.
 
-use super::discovery::{env_path, interpreter_in, source, Collector, Hint};
+use super::locate::{env_path, interpreter_in, source, Collector, Hint};
 use crate::root::Root;
 use crate::snapshot::python::{PythonKind, SourceKind};
 use std::path::{Path, PathBuf};

@@ -6,13 +6,12 @@
 //! for pip `pip3 (PATH entry 1: /usr/bin): #!/usr/bin/python3` (plus the PATH lookup of an
 //! `env` shebang); `VIRTUAL_ENV=/path`, `CONDA_PREFIX=/path`.
 
-use super::discovery::{
-    env_path, interpreter_or_default, is_executable, is_pip_name, is_python_name, source,
-    Collector, Hint,
+use super::locate::{
+    env_path, interpreter_or_default, is_executable, is_pip_name, is_python_name, read_head,
+    source, Collector, Hint,
 };
 use crate::snapshot::python::{PythonKind, SourceKind};
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// `$VIRTUAL_ENV` and `$CONDA_PREFIX`: the environments active in this shell.
@@ -163,7 +162,7 @@ pub fn pip_shebangs(c: &mut Collector) {
                 }
                 Shebang::Env(cmd) => {
                     let line = shebang_line(&head);
-                    match c.which(&cmd) {
+                    match which(c, &cmd) {
                         Some((py, how)) => {
                             let detail = format!("{here}: {line}; {how}");
                             c.add(&py, source(SourceKind::PipShebang, detail), Hint::default());
@@ -181,27 +180,6 @@ pub fn pip_shebangs(c: &mut Collector) {
             }
         }
     }
-}
-
-/// Bytes read from the start of a script: enough for a shebang and pip's `exec` trick.
-const HEAD_BYTES: u64 = 4096;
-
-/// The first [`HEAD_BYTES`] of a file as text (lossy), or `None` (reported unless missing).
-pub fn read_head(c: &mut Collector, file: &Path) -> Option<String> {
-    let f = match c.root.open(file) {
-        Ok(f) => f,
-        Err(e) if e.is_not_found() => return None,
-        Err(e) => {
-            c.root_error(&e);
-            return None;
-        }
-    };
-    let mut buf = Vec::new();
-    if let Err(e) = f.take(HEAD_BYTES).read_to_end(&mut buf) {
-        c.error(file, format!("cannot read: {e}"));
-        return None;
-    }
-    Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
 fn shebang_line(head: &str) -> String {
@@ -267,6 +245,35 @@ fn first_word(s: &str) -> Option<(&str, &str)> {
     }
     let end = s.find(char::is_whitespace).unwrap_or(s.len());
     Some((&s[..end], &s[end..]))
+}
+
+/// Resolve a bare command name as a shell would: the first executable `name` on PATH. A
+/// pyenv shim is resolved statically. Returns the interpreter path(s) it stands for (one,
+/// or none when nothing on PATH has that name) and a description of how.
+pub fn which(c: &mut Collector, name: &str) -> Option<(PathBuf, String)> {
+    let path = c.env.split_path("PATH");
+    for (i, dir) in path.iter().enumerate() {
+        if !dir.is_absolute() {
+            continue;
+        }
+        let cand = dir.join(name);
+        if !is_executable(c.root, &cand) {
+            continue;
+        }
+        if let Some(shim) = super::pyenv::shim_root(c, &cand) {
+            let r = super::pyenv::resolve_shim(c, &shim, name);
+            return Some((
+                r.path,
+                format!(
+                    "PATH lookup: {} (PATH entry {i}) is a pyenv shim; {}",
+                    cand.display(),
+                    r.how
+                ),
+            ));
+        }
+        return Some((cand.clone(), format!("PATH lookup: {}", cand.display())));
+    }
+    None
 }
 
 #[cfg(test)]

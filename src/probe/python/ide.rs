@@ -18,7 +18,7 @@
 //!   jupyter/kernels` and `/usr/share/jupyter/kernels`; kernels of another `language` are
 //!   skipped; a bare `python` is a PATH lookup. Detail: `<kernel.json> argv[0] = "<raw>"`.
 
-use super::discovery::{env_path, interpreter_or_default, source, Collector, Hint};
+use super::locate::{env_path, interpreter_or_default, source, Collector, Hint};
 use crate::root::lexical_normalize;
 use crate::snapshot::python::SourceKind;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ fn add_reference(c: &mut Collector, raw: &str, base: &Path, kind: SourceKind, de
         c.add(&py, source(kind, detail), Hint::default());
         return;
     }
-    match c.which(raw) {
+    match super::discovery_path::which(c, raw) {
         Some((py, how)) => c.add(
             &py,
             source(kind, format!("{detail}; {how}")),

@@ -19,6 +19,7 @@ pub mod discovery_path;
 pub mod dist_info;
 pub mod ide;
 pub mod interp;
+pub mod locate;
 pub mod project;
 pub mod pth;
 pub mod pyenv;

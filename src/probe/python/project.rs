@@ -17,7 +17,7 @@
 //! (Poetry env of "demo" from /proj/pyproject.toml)`; `/home/u/.local/share/virtualenvs/
 //! proj-AbCd1234 (Pipenv env of directory proj)`; `/proj/environment.yml name: ml`.
 
-use super::discovery::{env_path, interpreter_or_default, source, Collector, Hint};
+use super::locate::{env_path, interpreter_or_default, source, Collector, Hint};
 use crate::snapshot::python::{PythonKind, SourceKind};
 use std::path::{Path, PathBuf};
 

@@ -17,10 +17,10 @@
 //! or `version 3.9.1 from ... is not installed` when nothing has the command. An installed
 //! version's detail is its directory.
 
-use super::discovery::{
+use super::locate::read_head;
+use super::locate::{
     env_path, interpreter_in, is_executable, prefix_kind, source, Collector, Hint,
 };
-use super::discovery_path::read_head;
 use crate::snapshot::python::{PythonKind, SourceKind};
 use std::path::{Path, PathBuf};
 
