@@ -466,3 +466,32 @@ fn no_error_finding_on_a_venv_with_numpy_and_h5py() {
         "{names:?}"
     );
 }
+
+#[test]
+fn a_broken_rule_file_is_named_with_the_line_and_a_caret_under_the_column() {
+    let t = tempfile::tempdir().unwrap();
+    let rules = t.path().join("team");
+    std::fs::create_dir_all(&rules).unwrap();
+    std::fs::write(
+        rules.join("bad.yaml"),
+        "rules:\n  - id: team-x\n    title: t\n    severity: eror\n    scope: machine\n    when: {fact: host.arch, equals: x}\n    message: m\n    fix: f\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_envdoctor"))
+        .args(["check", "--no-load", "--root"])
+        .arg(t.path())
+        .arg("--rules")
+        .arg(&rules)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.yaml:4:15: unknown variant `eror`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("  4 |     severity: eror\n    |               ^"),
+        "{err}"
+    );
+}

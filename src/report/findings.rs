@@ -56,6 +56,7 @@ mod tests {
             }],
             fix: "stop it".into(),
             references: vec!["https://example.org/x".into()],
+            rule_source: String::new(),
         }
     }
 

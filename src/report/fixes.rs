@@ -160,6 +160,7 @@ mod tests {
             }],
             fix: "Stop it, or move the job to a free GPU with CUDA_VISIBLE_DEVICES.".into(),
             references: vec![],
+            rule_source: String::new(),
         };
         let fix = fix_of(&f, &snap);
         assert_eq!(

@@ -307,6 +307,9 @@ pub fn render(
                 st.bold(&format!("[{}]", f.rule))
             );
             push(&mut out, lay, &plain, &first, 2, &f.title);
+            if d.verbose && !f.rule_source.is_empty() {
+                out.push_str(&format!("  {} {}\n", st.dim("rule:"), f.rule_source));
+            }
             let shown = if d.all || d.verbose || n <= GROUP_SHOWN + 1 {
                 n
             } else {

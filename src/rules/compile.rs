@@ -25,6 +25,8 @@ pub struct RuleError {
     pub column: u64,
     /// What is wrong.
     pub message: String,
+    /// The source line with a caret under the column, when the text is at hand.
+    pub snippet: Option<String>,
 }
 
 impl fmt::Display for RuleError {
@@ -34,11 +36,37 @@ impl fmt::Display for RuleError {
                 f,
                 "{}:{}:{}: {}",
                 self.file, self.line, self.column, self.message
-            )
+            )?;
         } else {
-            write!(f, "{}: {}", self.file, self.message)
+            write!(f, "{}: {}", self.file, self.message)?;
         }
+        if let Some(s) = &self.snippet {
+            write!(f, "\n{s}")?;
+        }
+        Ok(())
     }
+}
+
+/// Line `line` of `text` with a caret under `column` (both 1-based), as a compiler shows it:
+/// ```text
+///    4 |     severity: eror
+///      |               ^
+/// ```
+pub fn snippet(text: &str, line: u64, column: u64) -> Option<String> {
+    let src = text
+        .lines()
+        .nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    // A pathological line is cut: the point is where, not all of it.
+    let src: String = src.chars().take(200).collect();
+    let col = usize::try_from(column)
+        .unwrap_or(1)
+        .clamp(1, src.chars().count() + 1);
+    let width = line.to_string().len().max(3);
+    Some(format!(
+        "{line:>width$} | {src}\n{blank:>width$} | {pad}^",
+        blank = "",
+        pad = " ".repeat(col - 1)
+    ))
 }
 
 /// A compiled rule.
@@ -286,6 +314,7 @@ impl<'a> Compiler<'a> {
             line: loc.line(),
             column: loc.column(),
             message: message.into(),
+            snippet: snippet(self.text, loc.line(), loc.column()),
         });
     }
 
@@ -314,6 +343,7 @@ impl<'a> Compiler<'a> {
                     line,
                     column,
                     message: first,
+                    snippet: snippet(self.text, line, column),
                 }]);
             }
         };

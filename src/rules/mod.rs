@@ -50,6 +50,10 @@ pub struct Finding {
     pub fix: String,
     /// URLs.
     pub references: Vec<String>,
+    /// Where the rule is defined: `rules/libraries.yaml:6` (shipped) or the user file's path
+    /// and line.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub rule_source: String,
 }
 
 /// A loaded, validated set of rules.
@@ -154,6 +158,7 @@ impl RuleSet {
                     file: r.origin.file.clone(),
                     line: r.origin.line,
                     column: 0,
+                    snippet: None,
                     message: format!(
                         "duplicate rule id `{}` (first defined at {}:{})",
                         r.id, first.origin.file, first.origin.line
@@ -387,6 +392,7 @@ impl RuleSet {
                     file: r.origin.file.clone(),
                     line: r.origin.line,
                     column: 0,
+                    snippet: None,
                     message: format!("rule `{}`: {m}", r.id),
                 })
             };
@@ -412,6 +418,7 @@ impl RuleSet {
                     file: r.origin.file.clone(),
                     line: r.origin.line + n.line as u64,
                     column: 0,
+                    snippet: None,
                     message: format!(
                         "rule `{}`: `{}` is unquoted, so YAML reads the number {}; quote it (\"{}\") to keep the version as written",
                         r.id, n.written, n.read_as, n.written
@@ -470,6 +477,7 @@ fn finding(rule: &Rule, h: eval::Hit) -> Finding {
         evidence: h.evidence,
         fix: h.fix,
         references: rule.references.clone(),
+        rule_source: format!("{}:{}", rule.origin.file, rule.origin.line),
     }
 }
 
