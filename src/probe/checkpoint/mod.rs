@@ -27,6 +27,7 @@ use crate::root::Root;
 use crate::snapshot::{Checkpoint, ProbeError};
 use discover::{Candidate, Limits};
 use std::collections::BTreeSet;
+use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -217,77 +218,19 @@ fn inspect_file(root: &Root, p: &Path, entry: &mut Checkpoint) -> Result<(), Str
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
     if name.ends_with(".safetensors") {
-        entry.format = "safetensors".into();
-        let st = safetensors::inspect(&file, len)?;
-        if let Some(f) = st.metadata.get("format") {
-            entry.producer = Some(match f.as_str() {
-                "pt" => "torch".to_string(),
-                "tf" => "tensorflow".to_string(),
-                other => other.to_string(),
-            });
-        }
-        entry.safetensors = Some(st);
-        return Ok(());
+        return inspect_safetensors(&file, len, entry);
     }
     if name.ends_with(".onnx") {
-        entry.format = "onnx".into();
-        let o = onnx::inspect(&file, len)?;
-        entry.producer = o.producer_name.clone();
-        entry.producer_version = o.producer_version.clone();
-        entry.onnx = Some(o);
-        return Ok(());
+        return inspect_onnx(&file, len, entry);
     }
     if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
-        // Keras v3 zips carry metadata.json at the top; torch zips ARCHIVE/data.pkl.
-        let probe_zip = zip::ZipArchive::new(root.open(p).map_err(|e| e.to_string())?)
-            .map_err(|e| format!("not a readable zip archive: {e}"))?;
-        let is_keras = probe_zip
-            .file_names()
-            .any(|n| n.is_ok_and(|n| n == "metadata.json"));
-        drop(probe_zip);
-        if is_keras || name.ends_with(".keras") {
-            entry.format = "keras-v3".into();
-            let k = keras::inspect_v3(file)?;
-            entry.producer = Some("keras".into());
-            entry.producer_version = k.keras_version.clone();
-            entry.keras = Some(k);
-        } else {
-            entry.format = "torch-zip".into();
-            entry.producer = Some("torch".into());
-            entry.torch = Some(torch::inspect_zip(file)?);
-        }
-        return Ok(());
+        return inspect_zip(root, p, &name, file, entry);
     }
     if hdf5::find_superblock(&file, len).is_some() {
-        entry.format = "keras-h5".into();
-        match keras::inspect_h5(&file, len)? {
-            Some(k) => {
-                entry.producer = Some("keras".into());
-                entry.producer_version = k.keras_version.clone();
-                entry.keras = Some(k);
-            }
-            None => entry.format = "hdf5".into(),
-        }
-        return Ok(());
+        return inspect_hdf5(&file, len, entry);
     }
     if head.first() == Some(&0x80) {
-        entry.format = "torch-legacy".into();
-        entry.producer = Some("torch".into());
-        // The pickles come first and the raw storages after them: read a growing prefix
-        // (1 MiB, 8 MiB, 64 MiB) until the pickles are complete, never the whole file.
-        let mut limit = 1u64 << 20;
-        loop {
-            let buf = read_prefix(root, p, limit)?;
-            match torch::inspect_legacy(&buf) {
-                Err(e) if e.contains("truncated") && limit < len && limit < torch::MAX_PICKLE => {
-                    limit *= 8;
-                }
-                r => {
-                    entry.torch = Some(r?);
-                    return Ok(());
-                }
-            }
-        }
+        return inspect_torch_legacy(root, p, len, entry);
     }
     if head.starts_with(b"version https://git-lfs") {
         return Err("a Git LFS pointer, not the checkpoint itself (run `git lfs pull`)".into());
@@ -296,4 +239,97 @@ fn inspect_file(root: &Root, p: &Path, entry: &mut Checkpoint) -> Result<(), Str
         "unrecognised checkpoint format (first bytes {:02x?})",
         &head[..head.len().min(8)]
     ))
+}
+
+/// A `.safetensors` file; its `format` metadata names the producer.
+fn inspect_safetensors(file: &File, len: u64, entry: &mut Checkpoint) -> Result<(), String> {
+    entry.format = "safetensors".into();
+    let st = safetensors::inspect(file, len)?;
+    if let Some(f) = st.metadata.get("format") {
+        entry.producer = Some(match f.as_str() {
+            "pt" => "torch".to_string(),
+            "tf" => "tensorflow".to_string(),
+            other => other.to_string(),
+        });
+    }
+    entry.safetensors = Some(st);
+    Ok(())
+}
+
+/// An `.onnx` model.
+fn inspect_onnx(file: &File, len: u64, entry: &mut Checkpoint) -> Result<(), String> {
+    entry.format = "onnx".into();
+    let o = onnx::inspect(file, len)?;
+    entry.producer = o.producer_name.clone();
+    entry.producer_version = o.producer_version.clone();
+    entry.onnx = Some(o);
+    Ok(())
+}
+
+/// A zip: Keras v3 zips carry metadata.json at the top; torch zips ARCHIVE/data.pkl.
+fn inspect_zip(
+    root: &Root,
+    p: &Path,
+    name: &str,
+    file: File,
+    entry: &mut Checkpoint,
+) -> Result<(), String> {
+    let probe_zip = zip::ZipArchive::new(root.open(p).map_err(|e| e.to_string())?)
+        .map_err(|e| format!("not a readable zip archive: {e}"))?;
+    let is_keras = probe_zip
+        .file_names()
+        .any(|n| n.is_ok_and(|n| n == "metadata.json"));
+    drop(probe_zip);
+    if is_keras || name.ends_with(".keras") {
+        entry.format = "keras-v3".into();
+        let k = keras::inspect_v3(file)?;
+        entry.producer = Some("keras".into());
+        entry.producer_version = k.keras_version.clone();
+        entry.keras = Some(k);
+    } else {
+        entry.format = "torch-zip".into();
+        entry.producer = Some("torch".into());
+        entry.torch = Some(torch::inspect_zip(file)?);
+    }
+    Ok(())
+}
+
+/// An HDF5 file: a Keras `.h5` model, or plain HDF5.
+fn inspect_hdf5(file: &File, len: u64, entry: &mut Checkpoint) -> Result<(), String> {
+    entry.format = "keras-h5".into();
+    match keras::inspect_h5(file, len)? {
+        Some(k) => {
+            entry.producer = Some("keras".into());
+            entry.producer_version = k.keras_version.clone();
+            entry.keras = Some(k);
+        }
+        None => entry.format = "hdf5".into(),
+    }
+    Ok(())
+}
+
+/// A legacy (pre-zip) torch pickle. The pickles come first and the raw storages after them:
+/// read a growing prefix (1 MiB, 8 MiB, 64 MiB) until the pickles are complete, never the
+/// whole file.
+fn inspect_torch_legacy(
+    root: &Root,
+    p: &Path,
+    len: u64,
+    entry: &mut Checkpoint,
+) -> Result<(), String> {
+    entry.format = "torch-legacy".into();
+    entry.producer = Some("torch".into());
+    let mut limit = 1u64 << 20;
+    loop {
+        let buf = read_prefix(root, p, limit)?;
+        match torch::inspect_legacy(&buf) {
+            Err(e) if e.contains("truncated") && limit < len && limit < torch::MAX_PICKLE => {
+                limit *= 8;
+            }
+            r => {
+                entry.torch = Some(r?);
+                return Ok(());
+            }
+        }
+    }
 }
