@@ -138,16 +138,7 @@ pub enum Ending {
 fn run_child(exe: &Path, lib: Option<&Path>, budget: Duration) -> ChildRun {
     use crate::probe::childproc;
     let until = std::time::Instant::now() + budget;
-    let mut cmd = Command::new(exe);
-    cmd.arg(CHILD_SUBCOMMAND);
-    if let Some(lib) = lib {
-        cmd.arg("--lib").arg(lib);
-    }
-    // Events travel on the result fd; what the driver prints on stdout is not read.
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = match childproc::spawn(&mut cmd) {
+    let mut child = match spawn_child(exe, lib) {
         Ok(c) => c,
         Err(e) => {
             return ChildRun {
@@ -166,30 +157,53 @@ fn run_child(exe: &Path, lib: Option<&Path>, budget: Duration) -> ChildRun {
         return run;
     };
     let lines = childproc::line_reader(out, childproc::MAX_LINE, MAX_OUTPUT);
-    // Lines arrive as they are written, so whatever came before a kill is kept; the child's
-    // exit is watched directly, because a process NVML forked may hold the pipe open.
+    let ending = read_events(&mut child, &lines, &mut run, until);
+    // Kill the group: the child if still running, and anything the driver forked.
+    child.kill_group();
+    let err_bytes = err
+        .and_then(|e| e.lock().map(|b| b.clone()).ok())
+        .unwrap_or_default();
+    run.ending = ending;
+    run.stderr = tail(&String::from_utf8_lossy(&err_bytes), 2000);
+    run
+}
+
+/// Start the NVML child (`envdoctor <CHILD_SUBCOMMAND> [--lib LIB]`). Events travel on the
+/// result fd; what the driver prints on stdout is not read.
+fn spawn_child(
+    exe: &Path,
+    lib: Option<&Path>,
+) -> std::io::Result<crate::probe::childproc::Spawned> {
+    let mut cmd = Command::new(exe);
+    cmd.arg(CHILD_SUBCOMMAND);
+    if let Some(lib) = lib {
+        cmd.arg("--lib").arg(lib);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    crate::probe::childproc::spawn(&mut cmd)
+}
+
+/// Collect the child's events into `run` until it says `Done`, exits, or the deadline passes.
+/// Lines arrive as they are written, so whatever came before a kill is kept; the child's exit
+/// is watched directly, because a process NVML forked may hold the pipe open.
+fn read_events(
+    child: &mut crate::probe::childproc::Spawned,
+    lines: &std::sync::mpsc::Receiver<crate::probe::childproc::Line>,
+    run: &mut ChildRun,
+    until: std::time::Instant,
+) -> Ending {
     let mut gone_at: Option<std::time::Instant> = None;
     // The results pipe closed: every line is in, nothing is left to wait for.
     let mut drained = false;
-    let ending = loop {
+    loop {
         let left = until.saturating_duration_since(std::time::Instant::now());
         match lines.recv_timeout(left.min(Duration::from_millis(20))) {
             Ok(l) => {
-                let parsed = std::str::from_utf8(&l.bytes)
-                    .ok()
-                    .filter(|_| !l.cut)
-                    .and_then(|t| serde_json::from_str::<Event>(t).ok());
-                match parsed {
-                    Some(e) => {
-                        let done = e == Event::Done;
-                        run.events.push(e);
-                        if done {
-                            let st = child.wait_exit(Duration::from_millis(100));
-                            break ending_of(st);
-                        }
-                    }
-                    None if l.bytes.iter().all(u8::is_ascii_whitespace) => {}
-                    None => run.bad_lines += 1,
+                if record_line(run, &l) {
+                    let st = child.wait_exit(Duration::from_millis(100));
+                    return ending_of(st);
                 }
                 continue;
             }
@@ -208,21 +222,34 @@ fn run_child(exe: &Path, lib: Option<&Path>, budget: Duration) -> ChildRun {
             // last lines; one whose pipe is closed has sent them all.
             if drained || t.elapsed() >= Duration::from_millis(100) || status.is_none() {
                 let st = status.or_else(|| child.wait_exit(Duration::from_millis(200)));
-                break ending_of(st);
+                return ending_of(st);
             }
         }
         if std::time::Instant::now() >= until {
-            break Ending::TimedOut;
+            return Ending::TimedOut;
         }
-    };
-    // Kill the group: the child if still running, and anything the driver forked.
-    child.kill_group();
-    let err_bytes = err
-        .and_then(|e| e.lock().map(|b| b.clone()).ok())
-        .unwrap_or_default();
-    run.ending = ending;
-    run.stderr = tail(&String::from_utf8_lossy(&err_bytes), 2000);
-    run
+    }
+}
+
+/// Parse one line of the child into `run` (an event, or a bad line; blank lines are ignored).
+/// True when the line was the `Done` event.
+fn record_line(run: &mut ChildRun, l: &crate::probe::childproc::Line) -> bool {
+    let parsed = std::str::from_utf8(&l.bytes)
+        .ok()
+        .filter(|_| !l.cut)
+        .and_then(|t| serde_json::from_str::<Event>(t).ok());
+    match parsed {
+        Some(e) => {
+            let done = e == Event::Done;
+            run.events.push(e);
+            done
+        }
+        None if l.bytes.iter().all(u8::is_ascii_whitespace) => false,
+        None => {
+            run.bad_lines += 1;
+            false
+        }
+    }
 }
 
 fn ending_of(status: Option<std::process::ExitStatus>) -> Ending {
