@@ -412,6 +412,55 @@ const RULES_STACK: usize = 8 << 20;
 const RULES_GRACE: std::time::Duration = std::time::Duration::from_millis(400);
 
 fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Error> {
+    check_arguments(&args, report)?;
+    let start = std::time::Instant::now();
+    if args.probe.timings {
+        crate::timings::enable();
+    }
+    let (config, rules, mut snap, project) = rules_and_facts(&args)?;
+    apply_expectations(&args, &config, &mut snap);
+    // Rules get what is left of the deadline, and a little grace, so `check` ends by then.
+    let deadline = std::time::Duration::from_secs_f64(args.probe.deadline.clamp(0.1, 3600.0));
+    let limits = crate::rules::EvalLimits {
+        per_rule: std::time::Duration::from_secs_f64(args.rule_budget),
+        until: Some((start + deadline + RULES_GRACE).max(std::time::Instant::now() + RULES_GRACE)),
+    };
+    let (found, stopped) =
+        crate::timings::span("rules evaluate", || rules.check_within(&snap, limits));
+    let found = config.filter(found);
+    snap.probe_errors.extend(
+        stopped
+            .into_iter()
+            .map(|m| crate::snapshot::ProbeError::new("rules", m)),
+    );
+    let t = std::time::Instant::now();
+    let summary = Summary::of(&found, &snap, config.fail_on.value);
+    let text = render_check(
+        &args, global, report, &rules, &found, &summary, &snap, project,
+    );
+    out(&text)?;
+    if args.probe.timings {
+        crate::timings::record("render", t.elapsed());
+        eprint!("{}", crate::timings::report(start));
+    }
+    if summary.incomplete && !args.allow_incomplete && !report {
+        // Exit 2 says why on stderr too, as every other exit 2 does (a plugin reads it there).
+        if let Some(p) = snap.probe_errors.iter().find(|p| probe::is_incomplete(p)) {
+            eprintln!("envdoctor: incomplete: {}: {}", p.probe, p.message);
+        }
+    }
+    let code = if report {
+        Exit::Success
+    } else {
+        summary.exit(args.allow_incomplete)
+    };
+    // The process exits next: freeing a large snapshot piece by piece is time for nothing.
+    std::mem::forget(snap);
+    Ok(code)
+}
+
+/// Refuse what `check` / `report` cannot do before doing anything.
+fn check_arguments(args: &CheckArgs, report: bool) -> Result<(), Error> {
     if report
         && !matches!(
             args.format,
@@ -423,7 +472,6 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Err
             "report writes Markdown (the default) or json",
         ));
     }
-    let start = std::time::Instant::now();
     if !(args.rule_budget.is_finite() && args.rule_budget > 0.0 && args.rule_budget <= 3600.0) {
         return Err(Error::input(
             "--rule-budget",
@@ -433,9 +481,23 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Err
             ),
         ));
     }
-    if args.probe.timings {
-        crate::timings::enable();
-    }
+    Ok(())
+}
+
+/// The configuration, the compiled pack and the facts (probed, or read with `--from`), with the
+/// project directory when one was named. The pack compiles on its own thread while the probes
+/// run (it needs no fact); a bad rule file is reported before a bad snapshot.
+fn rules_and_facts(
+    args: &CheckArgs,
+) -> Result<
+    (
+        crate::config::Config,
+        RuleSet,
+        crate::Snapshot,
+        Option<String>,
+    ),
+    Error,
+> {
     let t = std::time::Instant::now();
     let cwd = std::env::current_dir().ok();
     let config_dir = match &args.probe.project {
@@ -447,7 +509,6 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Err
         args.config.as_deref(),
         crate::config::from_cli(&args.rules, args.fail_on, &args.params, &args.ignore)?,
     )?;
-    // The pack compiles on its own thread while the probes run (it needs no fact).
     let compile = || -> Result<RuleSet, Error> {
         let mut rules = RuleSet::shipped_with(&config.rule_dirs())?;
         config.apply(&mut rules)?;
@@ -480,9 +541,17 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Err
         };
         (rules, snap)
     });
-    // A bad rule file is reported before a bad snapshot, as when they ran one after the other.
     let rules = rules?;
-    let mut snap = snap?;
+    let snap = snap?;
+    Ok((config, rules, snap, project))
+}
+
+/// What the run was told to expect (`--expect-gpu`, `--expect`, the config, the environment).
+fn apply_expectations(
+    args: &CheckArgs,
+    config: &crate::config::Config,
+    snap: &mut crate::Snapshot,
+) {
     snap.expect.from_env(&snap.env);
     if args.expect_gpu {
         snap.expect
@@ -497,39 +566,37 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Err
             Expectation::Profiler => snap.expect.given(false, true, "--expect profiler"),
         }
     }
-    // Rules get what is left of the deadline, and a little grace, so `check` ends by then.
-    let deadline = std::time::Duration::from_secs_f64(args.probe.deadline.clamp(0.1, 3600.0));
-    let limits = crate::rules::EvalLimits {
-        per_rule: std::time::Duration::from_secs_f64(args.rule_budget),
-        until: Some((start + deadline + RULES_GRACE).max(std::time::Instant::now() + RULES_GRACE)),
-    };
-    let (found, stopped) =
-        crate::timings::span("rules evaluate", || rules.check_within(&snap, limits));
-    let found = config.filter(found);
-    snap.probe_errors.extend(
-        stopped
-            .into_iter()
-            .map(|m| crate::snapshot::ProbeError::new("rules", m)),
-    );
-    let t = std::time::Instant::now();
-    let summary = Summary::of(&found, &snap, config.fail_on.value);
-    let text = match (report, args.format) {
-        (true, CheckFormat::Json) => crate::report::envreport::json(&found, &summary, &snap),
-        (true, _) => crate::report::envreport::markdown(&found, &summary, &snap),
-        (false, CheckFormat::Json) => findings::json(&found, &summary, &snap),
-        (false, CheckFormat::Markdown) => findings::markdown(&found, &summary, &snap),
+}
+
+/// The output of `check` / `report` in the format asked for.
+#[allow(clippy::too_many_arguments)]
+fn render_check(
+    args: &CheckArgs,
+    global: &GlobalArgs,
+    report: bool,
+    rules: &RuleSet,
+    found: &[crate::rules::Finding],
+    summary: &Summary,
+    snap: &crate::Snapshot,
+    project: Option<String>,
+) -> String {
+    match (report, args.format) {
+        (true, CheckFormat::Json) => crate::report::envreport::json(found, summary, snap),
+        (true, _) => crate::report::envreport::markdown(found, summary, snap),
+        (false, CheckFormat::Json) => findings::json(found, summary, snap),
+        (false, CheckFormat::Markdown) => findings::markdown(found, summary, snap),
         (false, CheckFormat::Sarif) => {
-            crate::report::sarif::render(rules.rules(), &found, &snap, sarif_base(&args).as_deref())
+            crate::report::sarif::render(rules.rules(), found, snap, sarif_base(args).as_deref())
         }
         (false, CheckFormat::Junit) => {
-            crate::report::junit::render(rules.rules(), &found, &summary, &snap)
+            crate::report::junit::render(rules.rules(), found, summary, snap)
         }
-        (false, CheckFormat::Github) => crate::report::github::render(&found, &summary, &snap),
+        (false, CheckFormat::Github) => crate::report::github::render(found, summary, snap),
         (false, CheckFormat::Prometheus) => crate::report::prometheus::render(
             rules.rules(),
-            &found,
-            &summary,
-            &snap,
+            found,
+            summary,
+            snap,
             crate::report::prometheus::now(),
         ),
         (false, CheckFormat::Text) => {
@@ -540,45 +607,24 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Err
                 verbose: global.verbose,
                 all: args.all,
             };
-            let verdict = crate::report::text::verdict(&summary, &snap, &st, &lay);
+            let verdict = crate::report::text::verdict(summary, snap, &st, &lay);
             if global.quiet {
-                verdict
-            } else {
-                let full = crate::report::text::render(&found, &summary, &snap, &st, &lay, detail);
-                if global.verbose {
-                    let body = full.strip_suffix(&verdict).unwrap_or(&full);
-                    let facts = crate::report::text::looked_at(
-                        &rules.looked_at(&snap),
-                        rules.rules().len(),
-                        &st,
-                        &lay,
-                    );
-                    format!("{body}{facts}{verdict}")
-                } else {
-                    full
-                }
+                return verdict;
             }
+            let full = crate::report::text::render(found, summary, snap, &st, &lay, detail);
+            if !global.verbose {
+                return full;
+            }
+            let body = full.strip_suffix(&verdict).unwrap_or(&full);
+            let facts = crate::report::text::looked_at(
+                &rules.looked_at(snap),
+                rules.rules().len(),
+                &st,
+                &lay,
+            );
+            format!("{body}{facts}{verdict}")
         }
-    };
-    out(&text)?;
-    if args.probe.timings {
-        crate::timings::record("render", t.elapsed());
-        eprint!("{}", crate::timings::report(start));
     }
-    if summary.incomplete && !args.allow_incomplete && !report {
-        // Exit 2 says why on stderr too, as every other exit 2 does (a plugin reads it there).
-        if let Some(p) = snap.probe_errors.iter().find(|p| probe::is_incomplete(p)) {
-            eprintln!("envdoctor: incomplete: {}: {}", p.probe, p.message);
-        }
-    }
-    let code = if report {
-        Exit::Success
-    } else {
-        summary.exit(args.allow_incomplete)
-    };
-    // The process exits next: freeing a large snapshot piece by piece is time for nothing.
-    std::mem::forget(snap);
-    Ok(code)
 }
 
 /// The project directory SARIF locations are relative to: only when probing this machine (a
