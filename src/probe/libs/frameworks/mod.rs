@@ -197,170 +197,219 @@ pub fn scan_python(
         Err(_) => Object::bare(&py_path),
     }
     .main_executable();
-    let mut ext_budget = 0usize;
-    let mut extensions: Vec<&Package> = Vec::new();
     let nvidia_installed: Vec<String> = python
         .packages
         .iter()
         .filter(|p| p.name.starts_with("nvidia-"))
         .map(|p| format!("{}=={}", p.name, p.version))
         .collect();
+    let ctx = ScanContext {
+        root,
+        loader,
+        python,
+        world,
+        py_obj: &py_obj,
+        nvidia_installed: &nvidia_installed,
+    };
+    let mut extensions: Vec<&Package> = Vec::new();
     let mut out = Vec::new();
     let mut seen_dirs: Vec<PathBuf> = Vec::new();
-    let base = |pkg: &Package, kind: &str, location: &str| {
-        let local = pkg.version.split_once('+').map(|(_, l)| l.to_string());
-        Framework {
-            python: python.path.clone(),
-            name: kind.to_string(),
-            version: pkg.version.clone(),
-            location: location.to_string(),
-            local_version: local.or_else(|| pkg.local.clone()),
-            nvidia_requirements: pkg
-                .requires
-                .iter()
-                .filter(|r| r.trim_start().starts_with("nvidia-"))
-                .map(|r| r.split(';').next().unwrap_or(r).trim().to_string())
-                .collect(),
-            nvidia_installed: nvidia_installed.clone(),
-            cuda_major: cuda_major_from_name(&pkg.name),
-            ..Default::default()
-        }
-    };
     for pkg in &python.packages {
         let (kind, modules) = kind_of(pkg).unwrap_or(("cuda-extension", Vec::new()));
+        if kind == "cuda-extension" {
+            // After the frameworks: a per-CUDA variant follows their CUDA.
+            extensions.push(pkg);
+            continue;
+        }
         let site = PathBuf::from(&pkg.location);
-        let dir = if kind == "cuda-extension" {
-            site.clone()
-        } else {
-            match modules
-                .iter()
-                .map(|m| site.join(m))
-                .find(|d| root.is_dir(d))
-            {
-                Some(d) => d,
-                None => continue,
-            }
+        let Some(dir) = modules
+            .iter()
+            .map(|m| site.join(m))
+            .find(|d| root.is_dir(d))
+        else {
+            continue;
         };
         // A package listed twice on sys.path (shadowed copies) is scanned once, the winner.
-        if kind != "cuda-extension" {
-            if seen_dirs.contains(&dir) {
-                continue;
-            }
-            seen_dirs.push(dir.clone());
+        if seen_dirs.contains(&dir) {
+            continue;
         }
-        let mut fw = base(pkg, kind, &dir.to_string_lossy());
-        let mut scan = Scan {
-            dlopen_requester: dir.clone(),
-            ..Default::default()
-        };
-        match kind {
-            "tensorflow" => tensorflow::scan(root, &dir, &mut fw, &mut scan, errors),
-            "torch" => {
-                if let Some(plan) = torch::scan(root, &dir, &mut fw, &mut scan, errors) {
-                    if torch::plan_applies(&plan, root, loader, &py_obj) {
-                        fw.preloads = preload::resolve(root, &plan.specs, &world.sys_path);
-                        preload::mark_foreign(&mut fw.preloads, &site);
-                    }
-                }
-            }
-            "cuda-extension" => {
-                // After the frameworks: a per-CUDA variant follows their CUDA.
-                extensions.push(pkg);
-                continue;
-            }
-            "onnxruntime" => {
-                read_assignments(
-                    root,
-                    &dir.join("capi/build_and_package_info.py"),
-                    &mut fw,
-                    errors,
-                );
-                scan_elf_dirs(root, &[dir.join("capi")], &mut fw, &mut scan, errors);
-            }
-            "cupy" => {
-                let wheel = dir.join(".data/_wheel.json");
-                if let Ok(text) = root.read_to_string_lossy(&wheel) {
-                    match serde_json::from_str::<serde_json::Value>(&text) {
-                        Ok(v) => {
-                            if let Some(c) = v.get("cuda").and_then(|c| c.as_str()) {
-                                fw.cuda_version = Some(c.to_string());
-                            }
-                        }
-                        Err(e) => {
-                            errors.push(ProbeError::at(PROBE, &wheel, format!("not JSON: {e}")))
-                        }
-                    }
-                }
-                let backends = site.join("cupy_backends/cuda");
-                scan_elf_dirs(
-                    root,
-                    &[
-                        dir.clone(),
-                        dir.join("cuda"),
-                        backends.clone(),
-                        backends.join("api"),
-                        backends.join("libs"),
-                    ],
-                    &mut fw,
-                    &mut scan,
-                    errors,
-                );
-            }
-            _ => {
-                // jax plugins and jaxlib: extension modules in the package dir.
-                scan_elf_dirs(
-                    root,
-                    &[dir.clone(), dir.join("cuda")],
-                    &mut fw,
-                    &mut scan,
-                    errors,
-                );
-                let specs = jax::scan(root, &site, &dir, &mut fw, &mut scan, errors);
-                fw.preloads = preload::resolve(root, &specs, &world.sys_path);
-                preload::mark_foreign(&mut fw.preloads, &site);
-            }
-        }
-        conda::scan(root, &site, kind, pkg.installer.as_deref(), &mut fw, errors);
-        // Own copies: the framework's lib dir and pip's nvidia/*/lib beside it.
-        scan.extra_dirs.push((dir.join("lib"), "framework".into()));
-        scan.extra_dirs
-            .extend(crate::probe::libs::search::pip_nvidia_dirs(root, &site));
-        if !fw.nvidia_requirements.is_empty() {
-            fw.uses_pip_nvidia = true;
-        }
-        derive(&mut fw);
-        scan.framework = fw;
-        out.push(scan);
+        seen_dirs.push(dir.clone());
+        out.push(scan_framework(&ctx, pkg, kind, &site, &dir, errors));
     }
     let runtime_major = out
         .iter()
         .find(|s| s.framework.name == "torch")
         .or_else(|| out.first())
         .and_then(|s| s.framework.cuda_major);
+    let mut ext_budget = 0usize;
     for pkg in extensions {
-        let site = PathBuf::from(&pkg.location);
-        let mut fw = base(pkg, "cuda-extension", &pkg.metadata);
-        if !extension::scan(root, pkg, &mut fw, runtime_major, &mut ext_budget, errors) {
-            continue;
+        if let Some(scan) = scan_extension(&ctx, pkg, runtime_major, &mut ext_budget, errors) {
+            out.push(scan);
         }
-        let mut scan = Scan {
-            dlopen_requester: fw
-                .entry_points
-                .first()
-                .map(PathBuf::from)
-                .unwrap_or_else(|| site.clone()),
-            ..Default::default()
-        };
-        scan.extra_dirs
-            .extend(crate::probe::libs::search::pip_nvidia_dirs(root, &site));
-        if !fw.nvidia_requirements.is_empty() {
-            fw.uses_pip_nvidia = true;
-        }
-        derive(&mut fw);
-        scan.framework = fw;
-        out.push(scan);
     }
     out
+}
+
+/// What every framework scan of one interpreter shares.
+struct ScanContext<'a> {
+    root: &'a Root,
+    loader: &'a Loader,
+    python: &'a Python,
+    world: &'a World,
+    /// The interpreter as the loader sees it (the main executable).
+    py_obj: &'a Object,
+    /// The interpreter's installed nvidia-* wheels (`nvidia-cudnn-cu12==9.1.0.70`).
+    nvidia_installed: &'a [String],
+}
+
+/// The facts every framework entry starts from: its package, version and requirements.
+fn framework_base(ctx: &ScanContext, pkg: &Package, kind: &str, location: &str) -> Framework {
+    let local = pkg.version.split_once('+').map(|(_, l)| l.to_string());
+    Framework {
+        python: ctx.python.path.clone(),
+        name: kind.to_string(),
+        version: pkg.version.clone(),
+        location: location.to_string(),
+        local_version: local.or_else(|| pkg.local.clone()),
+        nvidia_requirements: pkg
+            .requires
+            .iter()
+            .filter(|r| r.trim_start().starts_with("nvidia-"))
+            .map(|r| r.split(';').next().unwrap_or(r).trim().to_string())
+            .collect(),
+        nvidia_installed: ctx.nvidia_installed.to_vec(),
+        cuda_major: cuda_major_from_name(&pkg.name),
+        ..Default::default()
+    }
+}
+
+/// One framework package (`kind` installed in `dir` under `site`), read by its model.
+fn scan_framework(
+    ctx: &ScanContext,
+    pkg: &Package,
+    kind: &str,
+    site: &Path,
+    dir: &Path,
+    errors: &mut Vec<ProbeError>,
+) -> Scan {
+    let root = ctx.root;
+    let mut fw = framework_base(ctx, pkg, kind, &dir.to_string_lossy());
+    let mut scan = Scan {
+        dlopen_requester: dir.to_path_buf(),
+        ..Default::default()
+    };
+    match kind {
+        "tensorflow" => tensorflow::scan(root, dir, &mut fw, &mut scan, errors),
+        "torch" => {
+            if let Some(plan) = torch::scan(root, dir, &mut fw, &mut scan, errors) {
+                if torch::plan_applies(&plan, root, ctx.loader, ctx.py_obj) {
+                    fw.preloads = preload::resolve(root, &plan.specs, &ctx.world.sys_path);
+                    preload::mark_foreign(&mut fw.preloads, site);
+                }
+            }
+        }
+        "onnxruntime" => {
+            read_assignments(
+                root,
+                &dir.join("capi/build_and_package_info.py"),
+                &mut fw,
+                errors,
+            );
+            scan_elf_dirs(root, &[dir.join("capi")], &mut fw, &mut scan, errors);
+        }
+        "cupy" => scan_cupy(root, site, dir, &mut fw, &mut scan, errors),
+        _ => {
+            // jax plugins and jaxlib: extension modules in the package dir.
+            scan_elf_dirs(
+                root,
+                &[dir.to_path_buf(), dir.join("cuda")],
+                &mut fw,
+                &mut scan,
+                errors,
+            );
+            let specs = jax::scan(root, site, dir, &mut fw, &mut scan, errors);
+            fw.preloads = preload::resolve(root, &specs, &ctx.world.sys_path);
+            preload::mark_foreign(&mut fw.preloads, site);
+        }
+    }
+    conda::scan(root, site, kind, pkg.installer.as_deref(), &mut fw, errors);
+    // Own copies: the framework's lib dir and pip's nvidia/*/lib beside it.
+    scan.extra_dirs.push((dir.join("lib"), "framework".into()));
+    scan.extra_dirs
+        .extend(crate::probe::libs::search::pip_nvidia_dirs(root, site));
+    finish(fw, scan)
+}
+
+/// CuPy: its CUDA from `.data/_wheel.json`, its modules in the package and `cupy_backends`.
+fn scan_cupy(
+    root: &Root,
+    site: &Path,
+    dir: &Path,
+    fw: &mut Framework,
+    scan: &mut Scan,
+    errors: &mut Vec<ProbeError>,
+) {
+    let wheel = dir.join(".data/_wheel.json");
+    if let Ok(text) = root.read_to_string_lossy(&wheel) {
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(v) => {
+                if let Some(c) = v.get("cuda").and_then(|c| c.as_str()) {
+                    fw.cuda_version = Some(c.to_string());
+                }
+            }
+            Err(e) => errors.push(ProbeError::at(PROBE, &wheel, format!("not JSON: {e}"))),
+        }
+    }
+    let backends = site.join("cupy_backends/cuda");
+    scan_elf_dirs(
+        root,
+        &[
+            dir.to_path_buf(),
+            dir.join("cuda"),
+            backends.clone(),
+            backends.join("api"),
+            backends.join("libs"),
+        ],
+        fw,
+        scan,
+        errors,
+    );
+}
+
+/// Any other package with native modules linking CUDA (`cuda-extension`), when it has one.
+fn scan_extension(
+    ctx: &ScanContext,
+    pkg: &Package,
+    runtime_major: Option<u64>,
+    budget: &mut usize,
+    errors: &mut Vec<ProbeError>,
+) -> Option<Scan> {
+    let site = PathBuf::from(&pkg.location);
+    let mut fw = framework_base(ctx, pkg, "cuda-extension", &pkg.metadata);
+    if !extension::scan(ctx.root, pkg, &mut fw, runtime_major, budget, errors) {
+        return None;
+    }
+    let mut scan = Scan {
+        dlopen_requester: fw
+            .entry_points
+            .first()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| site.clone()),
+        ..Default::default()
+    };
+    scan.extra_dirs
+        .extend(crate::probe::libs::search::pip_nvidia_dirs(ctx.root, &site));
+    Some(finish(fw, scan))
+}
+
+/// The derived facts, and the scan with its framework.
+fn finish(mut fw: Framework, mut scan: Scan) -> Scan {
+    if !fw.nvidia_requirements.is_empty() {
+        fw.uses_pip_nvidia = true;
+    }
+    derive(&mut fw);
+    scan.framework = fw;
+    scan
 }
 
 /// Fill the derived majors from what was read.
