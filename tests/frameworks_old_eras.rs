@@ -12,7 +12,8 @@
 //!   meaning 10.0): the classic `libcudart.so.10.0` is wanted, by
 //!   `libtensorflow_framework.so.N`, which defines the DsoLoader; TF 2.4 (per-library versions:
 //!   the famous `libcusolver.so.10` of a CUDA 11.0 build).
-//! - torch 1.8.1 (CUDA libraries bundled in `torch/lib`) and 1.13.1 (cu117, pip `nvidia/*/lib`).
+//! - torch 1.8.1 (CUDA libraries bundled in `torch/lib`), 1.13.1 (cu117, pip `nvidia/*/lib`) and
+//!   2.5.1 (cu124: one pip wheel per library, reached through `$ORIGIN/../../nvidia/*/lib`).
 
 use crate::common::machine;
 use crate::common::pypi;
@@ -23,8 +24,13 @@ use std::path::{Path, PathBuf};
 
 const SITE: &str = "/venv/lib/python3.7/site-packages";
 
-/// The wheel `file` of `spec` in the PyPI cache, downloaded once.
+/// The wheel `file` of `spec` in the PyPI cache, downloaded once (for Python 3.7).
 fn wheel(spec: &str, file: &str) -> Option<PathBuf> {
+    wheel_for(spec, file, "3.7")
+}
+
+/// The wheel `file` of `spec` for Python `py`, downloaded once.
+fn wheel_for(spec: &str, file: &str, py: &str) -> Option<PathBuf> {
     pypi::need(
         spec,
         (|| {
@@ -41,7 +47,7 @@ fn wheel(spec: &str, file: &str) -> Option<PathBuf> {
                         "--no-deps",
                         "--only-binary=:all:",
                         "--python-version",
-                        "3.7",
+                        py,
                         "--platform",
                         "manylinux2010_x86_64",
                         "--platform",
@@ -599,5 +605,103 @@ fn tensorflow_1_13_links_cudart_cudnn_and_the_driver_so_its_import_fails_without
     assert!(
         err.contains("libcuda.so.1: cannot open shared object file"),
         "{err}"
+    );
+}
+
+/// torch 2.5.1 (CUDA 12.4, the cu12x era: one pip wheel per library under `nvidia/<lib>/lib`,
+/// reached through `$ORIGIN/../../nvidia/*/lib` RPATHs), from its real wheel: the wants, their
+/// requester, the build facts from version.py and METADATA, and the real loader on the real
+/// `libc10_cuda.so` with and without the real cuda-runtime wheel's libcudart.
+#[test]
+fn torch_2_5_cu124_reaches_each_nvidia_wheel_through_its_rpath() {
+    let Some(whl) = wheel_for(
+        "torch==2.5.1",
+        "torch-2.5.1-cp311-cp311-manylinux1_x86_64.whl",
+        "3.11",
+    ) else {
+        return;
+    };
+    let Some(cudart_venv) = pypi::need(
+        "nvidia-cuda-runtime-cu12",
+        pypi::cached_venv(&[
+            "nvidia-cuda-cupti-cu12==12.4.127",
+            "nvidia-cuda-runtime-cu12==12.4.127",
+        ]),
+    ) else {
+        return;
+    };
+    let site = "/venv/lib/python3.11/site-packages";
+    let mut m = Machine::new();
+    m.active_venv("3.11", "/venv", &[]);
+    let members = [
+        "torch/version.py",
+        "torch/__init__.py",
+        "torch/lib/libtorch_global_deps.so",
+        "torch/lib/libc10_cuda.so",
+        "torch/lib/libc10.so",
+        "torch-2.5.1.dist-info/METADATA",
+    ];
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&whl).unwrap()).unwrap();
+    for f in members {
+        let mut src = zip.by_name(f).unwrap();
+        let dst = m.path(&format!("{site}/{f}"));
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        std::io::copy(&mut src, &mut std::fs::File::create(&dst).unwrap()).unwrap();
+    }
+    m.env("PWD", "/work");
+    let (_, report) = m.check(&[]);
+    let t = framework(&report, "torch");
+    assert_eq!(t["cuda_version"], "12.4", "{t:#}");
+    assert_eq!(t["cudnn_version"], "9.1", "{t:#}");
+    assert_eq!(t["uses_pip_nvidia"], true);
+    let w = wants(t);
+    assert!(w.contains(&"libcudart.so.12".to_string()), "{w:?}");
+    let cudart = library(&report, "libcudart.so.12");
+    assert_eq!(cudart["resolves"], false, "{cudart:#}");
+    // The real loader agrees: the real libc10_cuda.so fails on libcudart.so.12.
+    let c10 = m.path(&format!("{site}/torch/lib/libc10_cuda.so"));
+    let load = |lib: &Path| {
+        std::process::Command::new("python3")
+            .args([
+                "-c",
+                &format!("import ctypes\nctypes.CDLL({:?})", lib.to_str().unwrap()),
+            ])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    let out = load(&c10);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("libcudart.so.12"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The nvidia-cuda-runtime-cu12 wheel's real file where pip puts it: predicted found there
+    // (through libc10_cuda's RPATH), and the real loader loads it.
+    let real = std::fs::read_dir(cudart_venv.join("lib"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("site-packages/nvidia/cuda_runtime/lib/libcudart.so.12");
+    let dst = m.path(&format!("{site}/nvidia/cuda_runtime/lib/libcudart.so.12"));
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    std::fs::copy(&real, &dst).unwrap();
+    let (_, report) = m.check(&[]);
+    let cudart = library(&report, "libcudart.so.12");
+    assert_eq!(cudart["resolves"], true, "{cudart:#}");
+    assert_eq!(cudart["found_via"], "rpath", "{cudart:#}");
+    assert_eq!(
+        cudart["realpath"],
+        format!("{site}/nvidia/cuda_runtime/lib/libcudart.so.12").as_str(),
+        "{cudart:#}"
+    );
+    let out = load(&c10);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
