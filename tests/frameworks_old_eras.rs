@@ -443,6 +443,23 @@ fn unzip_to(m: &Machine, whl: &Path, members: &[(&str, &str)]) {
     }
 }
 
+/// A machine with TF `version`'s build files and `framework_so` unzipped from a wheel that
+/// keeps them under `.data/purelib/` (TF 1.13, 1.14).
+fn purelib_tf_machine(whl: &Path, version: &str, framework_so: &str) -> Machine {
+    let mut m = Machine::new();
+    m.active_venv("3.7", "/venv", &[("tensorflow-gpu", version)]);
+    let p = format!("tensorflow_gpu-{version}.data/purelib/");
+    let files = [
+        "tensorflow/python/platform/build_info.py",
+        "tensorflow/include/external/local_config_cuda/cuda/cuda/cuda_config.h",
+        framework_so,
+    ];
+    let members: Vec<(String, &str)> = files.iter().map(|f| (format!("{p}{f}"), *f)).collect();
+    let members: Vec<(&str, &str)> = members.iter().map(|(a, b)| (a.as_str(), *b)).collect();
+    unzip_to(&m, whl, &members);
+    m
+}
+
 #[test]
 fn tensorflow_1_14_keeps_its_files_in_tensorflow() {
     let Some(whl) = wheel(
@@ -451,17 +468,7 @@ fn tensorflow_1_14_keeps_its_files_in_tensorflow() {
     ) else {
         return;
     };
-    let mut m = Machine::new();
-    m.active_venv("3.7", "/venv", &[("tensorflow-gpu", "1.14.0")]);
-    let p = "tensorflow_gpu-1.14.0.data/purelib/";
-    let files = [
-        "tensorflow/python/platform/build_info.py",
-        "tensorflow/include/external/local_config_cuda/cuda/cuda/cuda_config.h",
-        "tensorflow/libtensorflow_framework.so.1",
-    ];
-    let members: Vec<(String, &str)> = files.iter().map(|f| (format!("{p}{f}"), *f)).collect();
-    let members: Vec<(&str, &str)> = members.iter().map(|(a, b)| (a.as_str(), *b)).collect();
-    unzip_to(&m, &whl, &members);
+    let m = purelib_tf_machine(&whl, "1.14.0", "tensorflow/libtensorflow_framework.so.1");
     let (_, report) = m.check(&[]);
     let tf = framework(&report, "tensorflow");
     assert!(tf["location"]
@@ -535,18 +542,8 @@ fn tensorflow_1_13_links_cudart_cudnn_and_the_driver_so_its_import_fails_without
     ) else {
         return;
     };
-    let mut m = Machine::new();
-    m.active_venv("3.7", "/venv", &[("tensorflow-gpu", "1.13.2")]);
-    let p = "tensorflow_gpu-1.13.2.data/purelib/";
     // (_pywrap_tensorflow_internal.so, which links cuBLAS & co., is 974 MB unzipped: left out.)
-    let files = [
-        "tensorflow/python/platform/build_info.py",
-        "tensorflow/include/external/local_config_cuda/cuda/cuda/cuda_config.h",
-        "tensorflow/libtensorflow_framework.so",
-    ];
-    let members: Vec<(String, &str)> = files.iter().map(|f| (format!("{p}{f}"), *f)).collect();
-    let members: Vec<(&str, &str)> = members.iter().map(|(a, b)| (a.as_str(), *b)).collect();
-    unzip_to(&m, &whl, &members);
+    let m = purelib_tf_machine(&whl, "1.13.2", "tensorflow/libtensorflow_framework.so");
     let (code, report) = m.check(&[]);
     let tf = framework(&report, "tensorflow");
     assert_eq!(tf["cuda_version"], "10.0");
