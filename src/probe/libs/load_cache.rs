@@ -179,6 +179,30 @@ pub fn put(dir: &Path, key: &str, results: &[LoadResult]) {
     if std::fs::write(&tmp, json).is_ok() && std::fs::rename(&tmp, dir.join(&name)).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    prune(dir, MAX_ENTRIES);
+}
+
+/// Entries kept: one per environment state; machines with many environments, or files that
+/// change often, would otherwise grow the directory without end.
+const MAX_ENTRIES: usize = 256;
+
+/// Remove the least recently written entries beyond `keep`.
+fn prune(dir: &Path, keep: usize) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<(std::time::SystemTime, PathBuf)> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if entries.len() <= keep {
+        return;
+    }
+    entries.sort();
+    for (_, p) in &entries[..entries.len() - keep] {
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 #[cfg(test)]
@@ -237,6 +261,16 @@ mod tests {
         };
         put(&dir, &k2, &[skipped]);
         assert!(get(&dir, &k2, 1).is_none());
+        // Beyond the limit, the oldest entries go.
+        for i in 0..4 {
+            let k = format!("{k1}{i}");
+            put(&dir, &k, std::slice::from_ref(&loaded));
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        prune(&dir, 2);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+        assert!(get(&dir, &format!("{k1}3"), 1).is_some());
+        assert!(get(&dir, &k1, 1).is_none());
         // A missing file: no key, nothing cached.
         std::fs::remove_file(&f).unwrap();
         assert!(key(&exe, &env, &[lib(&f)], &items).is_none());
