@@ -212,38 +212,10 @@ pub(super) fn scan(
     scan: &mut Scan,
     errors: &mut Vec<ProbeError>,
 ) -> Option<Plan> {
-    let vp = dir.join("version.py");
-    if let Some(text) = read_text(root, &vp, errors) {
-        if let Some(PyValue::Str(c)) = py_value(&text, "cuda") {
-            fw.cuda_version = Some(c);
-            fw.is_cuda_build = Some(true);
-            fw.evidence
-                .push(format!("cuda_version: {} cuda", vp.display()));
-        } else if let Some(PyValue::None) = py_value(&text, "cuda") {
-            fw.is_cuda_build = Some(false);
-        }
-    }
-    let mut entries: Vec<PathBuf> = file_names(root, dir)
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .map(|n| n.to_string_lossy())
-                .is_some_and(|n| n.starts_with("_C") && n.ends_with(".so"))
-        })
-        .collect();
+    read_version(root, dir, fw, errors);
     let lib = dir.join("lib");
     let lib_files = file_names(root, &lib);
-    entries.extend(
-        lib_files
-            .iter()
-            .filter(|p| {
-                p.file_name()
-                    .map(|n| n.to_string_lossy())
-                    .is_some_and(|n| n.contains(".so") && family(&n).is_none())
-            })
-            .cloned(),
-    );
-    entries.truncate(MAX_SCANNED);
+    let entries = entry_points(root, dir, &lib_files);
     // dlopen from libtorch_cuda (NVRTC, libcuda) or else _C.
     scan.dlopen_requester = entries
         .iter()
@@ -256,45 +228,8 @@ pub(super) fn scan(
         needed_of(root, e, fw, errors);
     }
     if fw.is_cuda_build != Some(false) {
-        // The architecture list, as get_arch_list() reports it.
-        for f in ["libtorch_python.so", "libtorch_cuda.so"] {
-            let p = lib.join(f);
-            let found = strings::find_strings(root, &p, b"sm_", arch_byte, 512)
-                .into_iter()
-                .filter(|s| is_arch_list(s))
-                .max_by_key(|s| s.len());
-            if let Some(list) = found {
-                fw.compute_capabilities = list.split(' ').map(String::from).collect();
-                fw.evidence
-                    .push(format!("compute_capabilities: {}", p.display()));
-                break;
-            }
-        }
-        // The cuDNN it was built with.
-        let pin = fw.nvidia_requirements.iter().find_map(|r| {
-            let v = r
-                .strip_prefix("nvidia-cudnn-cu")?
-                .split_once("==")?
-                .1
-                .trim();
-            Some((r.clone(), v.to_string()))
-        });
-        if let Some((r, v)) = pin {
-            fw.cudnn_version = Some(v.split('.').take(2).collect::<Vec<_>>().join("."));
-            fw.evidence.push(format!("cudnn_version: requirement {r}"));
-        } else if let Some(p) = lib_files.iter().find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("libcudnn.so."))
-        }) {
-            let n = p.file_name().map(|n| n.to_string_lossy().into_owned());
-            if let Some(v) = n.as_deref().and_then(|n| n.strip_prefix("libcudnn.so.")) {
-                if v.contains('.') {
-                    fw.cudnn_version = Some(v.split('.').take(2).collect::<Vec<_>>().join("."));
-                    fw.evidence
-                        .push(format!("cudnn_version: bundled {}", p.display()));
-                }
-            }
-        }
+        read_arch_list(root, &lib, fw);
+        read_build_cudnn(&lib_files, fw);
     }
     let init = dir.join("__init__.py");
     let major = fw
@@ -302,6 +237,98 @@ pub(super) fn scan(
         .as_deref()
         .and_then(|c| c.split('.').next()?.parse().ok());
     read_text(root, &init, errors).and_then(|t| plan_from_init(&t, &init, major, dir))
+}
+
+/// `torch/version.py`: the CUDA it was built for (`None`: a CPU build).
+fn read_version(root: &Root, dir: &Path, fw: &mut Framework, errors: &mut Vec<ProbeError>) {
+    let vp = dir.join("version.py");
+    let Some(text) = read_text(root, &vp, errors) else {
+        return;
+    };
+    if let Some(PyValue::Str(c)) = py_value(&text, "cuda") {
+        fw.cuda_version = Some(c);
+        fw.is_cuda_build = Some(true);
+        fw.evidence
+            .push(format!("cuda_version: {} cuda", vp.display()));
+    } else if let Some(PyValue::None) = py_value(&text, "cuda") {
+        fw.is_cuda_build = Some(false);
+    }
+}
+
+/// The native objects whose DT_NEEDED are read: `torch/_C*.so` and the non-CUDA objects of
+/// `torch/lib` (`lib_files`), at most [`MAX_SCANNED`].
+fn entry_points(root: &Root, dir: &Path, lib_files: &[PathBuf]) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = file_names(root, dir)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy())
+                .is_some_and(|n| n.starts_with("_C") && n.ends_with(".so"))
+        })
+        .collect();
+    entries.extend(
+        lib_files
+            .iter()
+            .filter(|p| {
+                p.file_name()
+                    .map(|n| n.to_string_lossy())
+                    .is_some_and(|n| n.contains(".so") && family(&n).is_none())
+            })
+            .cloned(),
+    );
+    entries.truncate(MAX_SCANNED);
+    entries
+}
+
+/// The architecture list, as `torch.cuda.get_arch_list()` reports it, from the text compiled
+/// into libtorch_python (else libtorch_cuda).
+fn read_arch_list(root: &Root, lib: &Path, fw: &mut Framework) {
+    for f in ["libtorch_python.so", "libtorch_cuda.so"] {
+        let p = lib.join(f);
+        let found = strings::find_strings(root, &p, b"sm_", arch_byte, 512)
+            .into_iter()
+            .filter(|s| is_arch_list(s))
+            .max_by_key(|s| s.len());
+        if let Some(list) = found {
+            fw.compute_capabilities = list.split(' ').map(String::from).collect();
+            fw.evidence
+                .push(format!("compute_capabilities: {}", p.display()));
+            return;
+        }
+    }
+}
+
+/// The cuDNN it was built with: its `nvidia-cudnn-cu*==X.Y...` pin, else a bundled
+/// `torch/lib/libcudnn.so.X.Y.Z` (older wheels ship cuDNN inside).
+fn read_build_cudnn(lib_files: &[PathBuf], fw: &mut Framework) {
+    let pin = fw.nvidia_requirements.iter().find_map(|r| {
+        let v = r
+            .strip_prefix("nvidia-cudnn-cu")?
+            .split_once("==")?
+            .1
+            .trim();
+        Some((r.clone(), v.to_string()))
+    });
+    if let Some((r, v)) = pin {
+        fw.cudnn_version = Some(v.split('.').take(2).collect::<Vec<_>>().join("."));
+        fw.evidence.push(format!("cudnn_version: requirement {r}"));
+        return;
+    }
+    let bundled = lib_files.iter().find(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("libcudnn.so."))
+    });
+    let Some(p) = bundled else {
+        return;
+    };
+    let n = p.file_name().map(|n| n.to_string_lossy().into_owned());
+    if let Some(v) = n.as_deref().and_then(|n| n.strip_prefix("libcudnn.so.")) {
+        if v.contains('.') {
+            fw.cudnn_version = Some(v.split('.').take(2).collect::<Vec<_>>().join("."));
+            fw.evidence
+                .push(format!("cudnn_version: bundled {}", p.display()));
+        }
+    }
 }
 
 fn arch_byte(b: u8) -> bool {
