@@ -137,66 +137,8 @@ fn read_text(root: &Root, p: &Path) -> Option<String> {
 type Named = (PathBuf, String, Option<(String, String)>);
 
 fn toolkits(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Vec<Toolkit> {
-    // (path, source, conda version) in priority order.
-    let mut named: Vec<Named> = Vec::new();
-    let mut versioned: Vec<PathBuf> = root
-        .read_dir(Path::new("/usr/local"))
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("cuda-"))
-        })
-        .collect();
-    versioned.sort();
-    for p in versioned {
-        named.push((p, "/usr/local/cuda-*".into(), None));
-    }
-    named.push((
-        PathBuf::from("/usr/local/cuda"),
-        "/usr/local/cuda".into(),
-        None,
-    ));
-    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
-        if let Some(v) = env.get(var) {
-            named.push((PathBuf::from(v), var.into(), None));
-        }
-    }
-    for (prefix, meta) in conda_toolkits(root, env) {
-        named.push((prefix, "conda".into(), Some(meta)));
-    }
-    // Toolkits reachable only through the loader or the shell: `module load cuda/11.1` puts
-    // `<toolkit>/lib64` on LD_LIBRARY_PATH and `<toolkit>/bin` on PATH; a conda env with
-    // `cudatoolkit` puts `<prefix>/lib` on LD_LIBRARY_PATH; a toolkit registered with ldconfig
-    // has its library directory in ld.so.conf.
-    let split = |v: Option<String>| -> Vec<PathBuf> {
-        v.unwrap_or_default()
-            .split([':', ';'])
-            .filter(|d| d.starts_with('/'))
-            .map(PathBuf::from)
-            .collect()
-    };
-    for d in split(env.get("LD_LIBRARY_PATH").map(str::to_string)) {
-        if let Some(t) = toolkit_of_lib_dir(root, &d) {
-            named.push((t, "LD_LIBRARY_PATH".into(), None));
-        }
-    }
-    for d in split(env.get("PATH").map(str::to_string)) {
-        if d.file_name().is_some_and(|n| n == "bin") && root.is_file(&d.join("nvcc")) {
-            if let Some(t) = d.parent().filter(|t| looks_like_toolkit(root, t)) {
-                named.push((t.to_path_buf(), "PATH".into(), None));
-            }
-        }
-    }
-    let (conf_dirs, _) = ldcache::conf_dirs(root, Path::new("/etc/ld.so.conf"));
-    for d in conf_dirs {
-        if let Some(t) = toolkit_of_lib_dir(root, &d) {
-            named.push((t, "ld.so.conf".into(), None));
-        }
-    }
-
     let mut out: Vec<Toolkit> = Vec::new();
-    for (path, source, conda_meta) in named {
+    for (path, source, conda_meta) in named_toolkits(root, env) {
         let real = match root.canonicalize(&path) {
             Ok(r) if root.is_dir(&r) => r,
             Ok(_) => continue,
@@ -229,26 +171,104 @@ fn toolkits(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Vec<Toolkit
             }
             continue;
         }
-        let mut t = inspect_toolkit(root, &real);
-        let conda_meta = conda_meta.or_else(|| conda_cuda_meta(root, &real));
-        if t.version.is_none() {
-            if let Some((v, src)) = conda_meta {
-                t.version = Some(v);
-                t.version_source = Some(src);
-            }
-        }
-        t.source = source.clone();
-        if path != real && !source.starts_with("/usr/local/cuda-") {
-            let alias = if source.starts_with('/') || source == "conda" || by_dir(&source) {
-                path.to_string_lossy().into_owned()
-            } else {
-                source
-            };
-            t.aliases.push(alias);
-        }
-        out.push(t);
+        out.push(new_toolkit(root, &path, &real, source, conda_meta));
     }
     out
+}
+
+/// Every place that names a toolkit, as (path, source, conda version), in priority order.
+fn named_toolkits(root: &Root, env: &Env) -> Vec<Named> {
+    let mut named: Vec<Named> = Vec::new();
+    let mut versioned: Vec<PathBuf> = root
+        .read_dir(Path::new("/usr/local"))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("cuda-"))
+        })
+        .collect();
+    versioned.sort();
+    for p in versioned {
+        named.push((p, "/usr/local/cuda-*".into(), None));
+    }
+    named.push((
+        PathBuf::from("/usr/local/cuda"),
+        "/usr/local/cuda".into(),
+        None,
+    ));
+    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+        if let Some(v) = env.get(var) {
+            named.push((PathBuf::from(v), var.into(), None));
+        }
+    }
+    for (prefix, meta) in conda_toolkits(root, env) {
+        named.push((prefix, "conda".into(), Some(meta)));
+    }
+    named.extend(reachable_toolkits(root, env));
+    named
+}
+
+/// Toolkits reachable only through the loader or the shell: `module load cuda/11.1` puts
+/// `<toolkit>/lib64` on LD_LIBRARY_PATH and `<toolkit>/bin` on PATH; a conda env with
+/// `cudatoolkit` puts `<prefix>/lib` on LD_LIBRARY_PATH; a toolkit registered with ldconfig
+/// has its library directory in ld.so.conf.
+fn reachable_toolkits(root: &Root, env: &Env) -> Vec<Named> {
+    let mut named: Vec<Named> = Vec::new();
+    let split = |v: Option<String>| -> Vec<PathBuf> {
+        v.unwrap_or_default()
+            .split([':', ';'])
+            .filter(|d| d.starts_with('/'))
+            .map(PathBuf::from)
+            .collect()
+    };
+    for d in split(env.get("LD_LIBRARY_PATH").map(str::to_string)) {
+        if let Some(t) = toolkit_of_lib_dir(root, &d) {
+            named.push((t, "LD_LIBRARY_PATH".into(), None));
+        }
+    }
+    for d in split(env.get("PATH").map(str::to_string)) {
+        if d.file_name().is_some_and(|n| n == "bin") && root.is_file(&d.join("nvcc")) {
+            if let Some(t) = d.parent().filter(|t| looks_like_toolkit(root, t)) {
+                named.push((t.to_path_buf(), "PATH".into(), None));
+            }
+        }
+    }
+    let (conf_dirs, _) = ldcache::conf_dirs(root, Path::new("/etc/ld.so.conf"));
+    for d in conf_dirs {
+        if let Some(t) = toolkit_of_lib_dir(root, &d) {
+            named.push((t, "ld.so.conf".into(), None));
+        }
+    }
+    named
+}
+
+/// A toolkit first named at `path` (real directory `real`) by `source`.
+fn new_toolkit(
+    root: &Root,
+    path: &Path,
+    real: &Path,
+    source: String,
+    conda_meta: Option<(String, String)>,
+) -> Toolkit {
+    let mut t = inspect_toolkit(root, real);
+    let conda_meta = conda_meta.or_else(|| conda_cuda_meta(root, real));
+    if t.version.is_none() {
+        if let Some((v, src)) = conda_meta {
+            t.version = Some(v);
+            t.version_source = Some(src);
+        }
+    }
+    t.source = source.clone();
+    if path != real && !source.starts_with("/usr/local/cuda-") {
+        let alias = if source.starts_with('/') || source == "conda" || by_dir(&source) {
+            path.to_string_lossy().into_owned()
+        } else {
+            source
+        };
+        t.aliases.push(alias);
+    }
+    t
 }
 
 /// Sources that name a toolkit through one of its directories rather than a variable naming it.
