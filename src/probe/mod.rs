@@ -208,7 +208,6 @@ fn run_stage(
     opts: &Arc<Options>,
     earlier: &Arc<Snapshot>,
 ) -> (Vec<(&'static str, Apply)>, Vec<ProbeError>) {
-    let mut applies = Vec::new();
     let mut errors = Vec::new();
     let (tx, rx) = mpsc::channel::<(usize, Result<Apply, String>)>();
     let start = Instant::now();
@@ -219,23 +218,7 @@ fn run_stage(
             earlier: Arc::clone(earlier),
             deadline,
         };
-        let run = probe.run;
-        let name = probe.name;
-        let tx = tx.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("probe-{}", probe.name))
-            .stack_size(PROBE_STACK)
-            .spawn(move || {
-                let began = Instant::now();
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx)))
-                    .map_err(|payload| panic_message(&payload));
-                // Give the lent facts back before answering, so the runner can take them back.
-                drop(ctx);
-                crate::timings::record(format!("probe {name}"), began.elapsed());
-                // The receiver may be gone when we answered too late; nothing to do then.
-                let _ = tx.send((i, result));
-            });
-        if let Err(e) = spawned {
+        if let Err(e) = spawn_probe(probe, ctx, i, tx.clone()) {
             errors.push(ProbeError::new(
                 probe.name,
                 format!("could not start the probe thread: {e}"),
@@ -243,6 +226,58 @@ fn run_stage(
         }
     }
     drop(tx);
+    let (applies, answered) = collect_answers(batch, opts, &rx, start, deadline, &mut errors);
+    for (i, done) in answered.iter().enumerate() {
+        if !done {
+            errors.push(ProbeError::new(
+                batch[i].name,
+                format!(
+                    "did not answer within the {:.1} s deadline (a blocking file or device?); \
+                     its facts are missing. Raise it with --deadline.",
+                    opts.deadline.as_secs_f64()
+                ),
+            ));
+        }
+    }
+    (applies, errors)
+}
+
+/// Run `probe` on its own thread (with [`PROBE_STACK`]); its result, or its panic as text, is
+/// sent on `tx` as answer `i`.
+fn spawn_probe(
+    probe: &Probe,
+    ctx: Context,
+    i: usize,
+    tx: mpsc::Sender<(usize, Result<Apply, String>)>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let run = probe.run;
+    let name = probe.name;
+    std::thread::Builder::new()
+        .name(format!("probe-{name}"))
+        .stack_size(PROBE_STACK)
+        .spawn(move || {
+            let began = Instant::now();
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx)))
+                .map_err(|payload| panic_message(&payload));
+            // Give the lent facts back before answering, so the runner can take them back.
+            drop(ctx);
+            crate::timings::record(format!("probe {name}"), began.elapsed());
+            // The receiver may be gone when we answered too late; nothing to do then.
+            let _ = tx.send((i, result));
+        })
+}
+
+/// The answers of `batch` until each has answered or the deadline (plus a little grace) has
+/// passed, showing which are still running when progress is wanted; which answered.
+fn collect_answers(
+    batch: &[&Probe],
+    opts: &Options,
+    rx: &mpsc::Receiver<(usize, Result<Apply, String>)>,
+    start: Instant,
+    deadline: Instant,
+    errors: &mut Vec<ProbeError>,
+) -> (Vec<(&'static str, Apply)>, Vec<bool>) {
+    let mut applies = Vec::new();
     let mut answered = vec![false; batch.len()];
     // A little grace beyond the deadline so a probe that honours it can hand its result over.
     let hard_deadline = deadline + Duration::from_millis(250);
@@ -289,19 +324,7 @@ fn run_stage(
     if shown {
         crate::report::progress::show("");
     }
-    for (i, done) in answered.iter().enumerate() {
-        if !done {
-            errors.push(ProbeError::new(
-                batch[i].name,
-                format!(
-                    "did not answer within the {:.1} s deadline (a blocking file or device?); \
-                     its facts are missing. Raise it with --deadline.",
-                    opts.deadline.as_secs_f64()
-                ),
-            ));
-        }
-    }
-    (applies, errors)
+    (applies, answered)
 }
 
 /// Whether a probe problem leaves the snapshot incomplete: a probe (or part of one) that failed,
