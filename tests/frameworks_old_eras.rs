@@ -490,7 +490,7 @@ fn tensorflow_1_14_keeps_its_files_in_tensorflow() {
 fn tensorflow_2_4_per_library_versions() {
     let Some(whl) = wheel(
         "tensorflow-gpu==2.4.4",
-        "tensorflow_gpu-2.4.4-cp38-cp38-manylinux2010_x86_64.whl",
+        "tensorflow_gpu-2.4.4-cp37-cp37m-manylinux2010_x86_64.whl",
     ) else {
         return;
     };

@@ -14,6 +14,7 @@ pub mod env;
 pub mod gpu;
 pub mod host;
 pub mod libs;
+pub mod pool;
 pub mod python;
 
 use crate::root::{Env, Root};

@@ -52,12 +52,12 @@ pub mod load_cache;
 pub mod resolve;
 pub mod search;
 
-use super::{Apply, Context};
+use super::{pool, Apply, Context};
 use crate::snapshot::libs::{Framework, Library, LoadResult, RunningJob};
 use crate::snapshot::ProbeError;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Time kept back from the deadline to kill children and hand the facts over.
 const MARGIN: Duration = Duration::from_millis(200);
@@ -86,26 +86,41 @@ pub fn collect(
     let loader = search::Loader::new(root, ctx.env());
     let mut errors = Vec::new();
     let mut fws = Vec::new();
-    // Libraries per interpreter: each group is one environment for the load probe.
+    // Libraries per interpreter: each group is one environment for the load probe. The
+    // interpreters are independent (reading every distribution's RECORD for extensions is most
+    // of the time on a machine with many venvs), so they are scanned in parallel.
     let mut groups: Vec<Vec<Library>> = Vec::new();
-    for py in &ctx.earlier.pythons {
-        if Instant::now() >= ctx.deadline {
-            errors.push(ProbeError::new(
-                "libs",
-                "the deadline came before every interpreter's libraries were resolved",
-            ));
-            break;
-        }
+    let pythons = &ctx.earlier.pythons;
+    let slots = pool::map_in_order(pythons, ctx.deadline, |py| {
+        let mut errs = Vec::new();
         let world = frameworks::World::of(py, loader.cwd());
-        let scans = frameworks::scan_python(root, &loader, py, &world, &mut errors);
-        groups.push(resolve::resolve_python(
-            root,
-            &loader,
-            py,
-            &scans,
-            &mut errors,
+        let scans = frameworks::scan_python(root, &loader, py, &world, &mut errs);
+        let group = resolve::resolve_python(root, &loader, py, &scans, &mut errs);
+        (scans, group, errs)
+    });
+    let mut skipped = 0;
+    for (slot, py) in slots.into_iter().zip(pythons.iter()) {
+        match slot {
+            pool::Slot::Done((scans, group, errs)) => {
+                groups.push(group);
+                fws.extend(scans.into_iter().map(|s| s.framework));
+                errors.extend(errs);
+            }
+            pool::Slot::Panicked => errors.push(ProbeError::new(
+                "libs",
+                format!(
+                    "resolving the libraries of {} failed unexpectedly (a bug in envdoctor)",
+                    py.path
+                ),
+            )),
+            pool::Slot::Skipped => skipped += 1,
+        }
+    }
+    if skipped > 0 {
+        errors.push(ProbeError::new(
+            "libs",
+            "the deadline came before every interpreter's libraries were resolved",
         ));
-        fws.extend(scans.into_iter().map(|s| s.framework));
     }
     if !ctx.opts.no_load {
         load_groups(ctx, &mut groups);
