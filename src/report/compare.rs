@@ -14,6 +14,10 @@ pub const TEXT_WIDTH: usize = 100;
 const VALUE_CAP: usize = 24;
 /// Widest fact cell before it is elided in the middle.
 const FACT_CAP: usize = 44;
+/// What a missing value shows as.
+const ABSENT: &str = "(absent)";
+/// The ranks in the order they are shown.
+const RANKS: [Rank; 3] = [Rank::Verdict, Rank::Ml, Rank::Other];
 
 /// One displayed row: the fact (within its group), the two values, the description.
 struct Row {
@@ -65,7 +69,6 @@ fn list_diff(a: &str, b: &str) -> Option<(String, String, usize)> {
 
 /// One row for an entity whose every fact was added (or removed): its version when it has one.
 fn whole_row(entity: &str, cs: &[&Change]) -> Row {
-    let absent = "(absent)";
     let added = cs[0].change == ChangeKind::Added;
     let version = cs
         .iter()
@@ -73,9 +76,9 @@ fn whole_row(entity: &str, cs: &[&Change]) -> Row {
         .and_then(|c| if added { c.b.clone() } else { c.a.clone() })
         .unwrap_or_else(|| "present".into());
     let (a, b) = if added {
-        (absent.to_string(), version)
+        (ABSENT.to_string(), version)
     } else {
-        (version, absent.to_string())
+        (version, ABSENT.to_string())
     };
     Row {
         fact: entity.to_string(),
@@ -94,94 +97,112 @@ fn whole_row(entity: &str, cs: &[&Change]) -> Row {
 /// Group changes by entity, and make an entity that was added or removed whole (every one of its
 /// fields added, or every one removed) one row, not one per field.
 fn collapse(rows: &[&Change]) -> Vec<Group> {
-    let absent = "(absent)";
-    let mut groups: Vec<Group> = Vec::new();
-    let mut order: Vec<String> = Vec::new();
-    let mut by: std::collections::HashMap<String, Vec<&Change>> = Default::default();
-    for c in rows {
+    let by_entity = group_in_order(rows.iter().copied(), |c| {
         let (g, _) = split_entity(&c.fact);
         // Short entity names (`gpus[0]`) stay in the fact; long ones become a heading.
         let g = if g.chars().count() <= 16 { "" } else { g };
-        if !by.contains_key(g) {
-            order.push(g.to_string());
-        }
-        by.entry(g.to_string()).or_default().push(c);
-    }
-    for g in order {
-        let changes = &by[&g];
+        g.to_string()
+    });
+    let mut groups: Vec<Group> = Vec::new();
+    for (g, changes) in by_entity {
         // A whole entity added or removed (`frameworks[x:jax]`): one row, not one per field.
-        let whole = |k: ChangeKind| changes.len() > 1 && changes.iter().all(|c| c.change == k);
-        if !g.is_empty() && (whole(ChangeKind::Added) || whole(ChangeKind::Removed)) {
+        if !g.is_empty() && added_or_removed_whole(&changes) {
             groups.push(Group {
                 group: String::new(),
-                rows: vec![whole_row(&g, changes)],
+                rows: vec![whole_row(&g, &changes)],
             });
             continue;
         }
-        // Sub-entities (`packages[x]`, `toolkits[y]`) added or removed whole.
-        let mut rows_out: Vec<Row> = Vec::new();
-        let mut sub_order: Vec<String> = Vec::new();
-        let mut subs: std::collections::HashMap<String, Vec<&Change>> = Default::default();
-        for c in changes {
-            let rest = if g.is_empty() {
-                c.fact.as_str()
-            } else {
-                split_entity(&c.fact).1
-            };
-            let (sub, _) = split_entity(rest);
-            let key = if sub.is_empty() {
-                rest.to_string()
-            } else {
-                sub.to_string()
-            };
-            if !subs.contains_key(&key) {
-                sub_order.push(key.clone());
-            }
-            subs.entry(key).or_default().push(c);
-        }
-        for key in sub_order {
-            let cs = &subs[&key];
-            let all = |k: ChangeKind| cs.len() > 1 && cs.iter().all(|c| c.change == k);
-            if all(ChangeKind::Added) || all(ChangeKind::Removed) {
-                rows_out.push(whole_row(&key, cs));
-                continue;
-            }
-            for c in cs {
-                let fact = if g.is_empty() {
-                    c.fact.clone()
-                } else {
-                    split_entity(&c.fact).1.to_string()
-                };
-                let a = c.a.clone().unwrap_or_else(|| absent.into());
-                let b = c.b.clone().unwrap_or_else(|| absent.into());
-                let mut desc = describe(c, "->");
-                let (a, b) = match list_diff(&a, &b) {
-                    Some((oa, ob, kept)) if c.a.is_some() && c.b.is_some() => {
-                        desc = if desc.is_empty() {
-                            format!("{kept} item(s) kept")
-                        } else {
-                            format!("{desc}, {kept} item(s) kept")
-                        };
-                        (oa, ob)
-                    }
-                    _ => (a, b),
-                };
-                rows_out.push(Row {
-                    fact,
-                    a,
-                    b,
-                    desc,
-                    change: c.change,
-                    direction: c.direction,
-                });
-            }
-        }
-        groups.push(Group {
-            group: g,
-            rows: rows_out,
-        });
+        let rows = entity_rows(&g, &changes);
+        groups.push(Group { group: g, rows });
     }
     groups
+}
+
+/// `changes` grouped by `key`: the groups in the order of their first change, the changes of
+/// each in their order.
+fn group_in_order<'a>(
+    changes: impl IntoIterator<Item = &'a Change>,
+    key: impl Fn(&'a Change) -> String,
+) -> Vec<(String, Vec<&'a Change>)> {
+    let mut groups: Vec<(String, Vec<&'a Change>)> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = Default::default();
+    for c in changes {
+        let k = key(c);
+        match at.get(&k) {
+            Some(&i) => groups[i].1.push(c),
+            None => {
+                at.insert(k.clone(), groups.len());
+                groups.push((k, vec![c]));
+            }
+        }
+    }
+    groups
+}
+
+/// More than one change, and all of them added or all removed: a thing added or removed whole.
+fn added_or_removed_whole(cs: &[&Change]) -> bool {
+    let all = |k: ChangeKind| cs.len() > 1 && cs.iter().all(|c| c.change == k);
+    all(ChangeKind::Added) || all(ChangeKind::Removed)
+}
+
+/// A change's fact shown under group heading `g` (the part after the entity; all of it when
+/// there is no heading).
+fn fact_in(g: &str, fact: &str) -> String {
+    if g.is_empty() {
+        fact.to_string()
+    } else {
+        split_entity(fact).1.to_string()
+    }
+}
+
+/// The rows of one entity's `changes`: sub-entities (`packages[x]`, `toolkits[y]`) added or
+/// removed whole are one row each, every other change a row of its own.
+fn entity_rows(g: &str, changes: &[&Change]) -> Vec<Row> {
+    let subs = group_in_order(changes.iter().copied(), |c| {
+        let rest = fact_in(g, &c.fact);
+        let (sub, _) = split_entity(&rest);
+        if sub.is_empty() {
+            rest.clone()
+        } else {
+            sub.to_string()
+        }
+    });
+    let mut rows_out: Vec<Row> = Vec::new();
+    for (key, cs) in subs {
+        if added_or_removed_whole(&cs) {
+            rows_out.push(whole_row(&key, &cs));
+            continue;
+        }
+        rows_out.extend(cs.iter().map(|c| change_row(g, c)));
+    }
+    rows_out
+}
+
+/// One change's row under heading `g`: a list-valued fact shows only the items that differ.
+fn change_row(g: &str, c: &Change) -> Row {
+    let a = c.a.clone().unwrap_or_else(|| ABSENT.into());
+    let b = c.b.clone().unwrap_or_else(|| ABSENT.into());
+    let mut desc = describe(c, "->");
+    let (a, b) = match list_diff(&a, &b) {
+        Some((oa, ob, kept)) if c.a.is_some() && c.b.is_some() => {
+            desc = if desc.is_empty() {
+                format!("{kept} item(s) kept")
+            } else {
+                format!("{desc}, {kept} item(s) kept")
+            };
+            (oa, ob)
+        }
+        _ => (a, b),
+    };
+    Row {
+        fact: fact_in(g, &c.fact),
+        a,
+        b,
+        desc,
+        change: c.change,
+        direction: c.direction,
+    }
 }
 
 /// Aligned rows within [`TEXT_WIDTH`]: cells elided in the middle, the description on a line of
@@ -349,86 +370,73 @@ pub fn render_text(r: &CompareReport, color: bool) -> String {
     }
 }
 
+/// The items of each rank, in [`RANKS`] order; a rank with none is left out.
+fn by_rank<T>(items: &[T], rank_of: impl Fn(&T) -> Rank) -> Vec<(Rank, Vec<&T>)> {
+    RANKS
+        .iter()
+        .filter_map(|&rank| {
+            let rows: Vec<&T> = items.iter().filter(|&x| rank_of(x) == rank).collect();
+            (!rows.is_empty()).then_some((rank, rows))
+        })
+        .collect()
+}
+
+/// A rule verdict's change, in the parts text and Markdown show.
+struct VerdictChange<'a> {
+    /// The rule id.
+    id: &'a str,
+    /// The finding's message.
+    msg: &'a str,
+    /// Its severity (on B, else on A).
+    sev: &'a str,
+    /// The rule's title.
+    title: &'a str,
+    /// New on B (else fixed on B).
+    new: bool,
+}
+
+/// The parts of verdict change `c`.
+fn verdict_change(c: &Change) -> VerdictChange<'_> {
+    let (id, msg) = verdict_parts(&c.fact);
+    VerdictChange {
+        id,
+        msg,
+        sev: c.b.as_deref().or(c.a.as_deref()).unwrap_or(""),
+        title: c.note.as_deref().unwrap_or(""),
+        new: c.change == ChangeKind::New,
+    }
+}
+
+/// Push the footer (what the comparison left out), dimmed in parentheses, when there is one.
+fn text_footer(o: &mut String, r: &CompareReport, st: &Style) {
+    let f = footer(r);
+    if !f.is_empty() {
+        let _ = writeln!(o, "{}", st.dim(&format!("({f})")));
+    }
+}
+
+/// Push the footer (what the comparison left out) as a `<sub>` line, when there is one.
+fn md_footer(o: &mut String, r: &CompareReport) {
+    let f = footer(r);
+    if !f.is_empty() {
+        let _ = writeln!(o, "<sub>{}</sub>", md(&f));
+    }
+}
+
 fn text_pair(r: &CompareReport, st: Style) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{} {}", st.bold("A:"), machine_line(r, 0));
     let _ = writeln!(o, "{} {}", st.bold("B:"), machine_line(r, 1));
-    for rank in [Rank::Verdict, Rank::Ml, Rank::Other] {
-        let rows: Vec<&Change> = r.changes.iter().filter(|c| c.rank == rank).collect();
-        if rows.is_empty() {
-            continue;
-        }
+    for (rank, rows) in by_rank(&r.changes, |c| c.rank) {
         let _ = writeln!(o, "\n{} ({})", st.bold(rank_title(rank)), rows.len());
         if rank == Rank::Verdict {
-            for c in rows {
-                let (id, msg) = verdict_parts(&c.fact);
-                let sev = c.b.as_deref().or(c.a.as_deref()).unwrap_or("");
-                let title = c.note.as_deref().unwrap_or("");
-                let (tag, lead) = if c.change == ChangeKind::New {
-                    (st.error("new  "), "B will hit")
-                } else {
-                    (st.good("fixed"), "fixed on B")
-                };
-                let _ = writeln!(o, "  {tag}  {}  {}", pad(sev, 7), id);
-                // What B will hit, then the message, wrapped within the width at spaces.
-                let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
-                let ind = " ".repeat(4);
-                for l in lay.wrap(&ind, &ind, &format!("{lead}: {title}")) {
-                    let _ = writeln!(o, "{l}");
-                }
-                for l in lay.wrap(&ind, &ind, msg) {
-                    let _ = writeln!(o, "{}", st.dim(&l));
-                }
-            }
-            continue;
-        }
-        for row in collapse(&rows) {
-            if !row.group.is_empty() {
-                let _ = writeln!(o, "  {}", elide_middle(&row.group, TEXT_WIDTH - 2));
-            }
-            for line in pair_rows(&row.rows, !row.group.is_empty(), &st) {
-                let _ = writeln!(o, "{}", line.trim_end());
-            }
+            text_verdicts(&mut o, &rows, &st);
+        } else {
+            text_changes(&mut o, &rows, &st);
         }
     }
     if !r.interpreters.is_empty() {
-        let _ = writeln!(o, "\n{}", st.bold("Interpreters (matched by role)"));
-        let wl = width(r.interpreters.iter().map(|g| g.label.as_str()), 40);
-        let none = "(none)";
-        let wa = width(
-            r.interpreters
-                .iter()
-                .map(|g| g.members[0].as_deref().unwrap_or(none)),
-            60,
-        );
-        for g in &r.interpreters {
-            let a = g.members[0].as_deref().unwrap_or(none);
-            let b = g.members.get(1).and_then(|m| m.as_deref()).unwrap_or(none);
-            let tag = match (
-                g.members[0].is_some(),
-                g.members.get(1).is_some_and(|m| m.is_some()),
-            ) {
-                (true, false) => st.warning("  only on A"),
-                (false, true) => st.warning("  only on B"),
-                _ => String::new(),
-            };
-            let one = format!("  {}  {}  <->  {b}", pad(&g.label, wl), pad(a, wa));
-            let tag_w = if tag.is_empty() { 0 } else { 11 };
-            if one.chars().count() + tag_w <= TEXT_WIDTH {
-                let one = format!("{one}{tag}");
-                let _ = writeln!(o, "{one}");
-            } else {
-                // Too wide for one line: A and B one under the other.
-                let room = TEXT_WIDTH - 2 - wl - 4;
-                let _ = writeln!(
-                    o,
-                    "  {}  A {}{tag}",
-                    pad(&g.label, wl),
-                    elide_middle(a, room)
-                );
-                let _ = writeln!(o, "  {}  B {}", " ".repeat(wl), elide_middle(b, room));
-            }
-        }
+        text_interpreters(&mut o, r, &st);
     }
     let s = &r.summary;
     let head = if s.drift {
@@ -445,11 +453,85 @@ fn text_pair(r: &CompareReport, st: Style) -> String {
         "\n{head}: {} new finding(s), {} fixed, {} ML/CUDA, {} other; {} unmatched interpreter(s).",
         s.new_findings, s.fixed_findings, s.ml, s.other, s.unmatched_interpreters
     );
-    let f = footer(r);
-    if !f.is_empty() {
-        let _ = writeln!(o, "{}", st.dim(&format!("({f})")));
-    }
+    text_footer(&mut o, r, &st);
     o
+}
+
+/// Push the rule verdicts new or fixed on B: tag, severity and rule, then what B will hit (or
+/// what is fixed) and the message, wrapped within the width at spaces.
+fn text_verdicts(o: &mut String, rows: &[&Change], st: &Style) {
+    for c in rows {
+        let v = verdict_change(c);
+        let (tag, lead) = if v.new {
+            (st.error("new  "), "B will hit")
+        } else {
+            (st.good("fixed"), "fixed on B")
+        };
+        let _ = writeln!(o, "  {tag}  {}  {}", pad(v.sev, 7), v.id);
+        // What B will hit, then the message, wrapped within the width at spaces.
+        let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
+        let ind = " ".repeat(4);
+        for l in lay.wrap(&ind, &ind, &format!("{lead}: {}", v.title)) {
+            let _ = writeln!(o, "{l}");
+        }
+        for l in lay.wrap(&ind, &ind, v.msg) {
+            let _ = writeln!(o, "{}", st.dim(&l));
+        }
+    }
+}
+
+/// Push fact changes grouped by entity (see [`collapse`]), aligned.
+fn text_changes(o: &mut String, rows: &[&Change], st: &Style) {
+    for row in collapse(rows) {
+        if !row.group.is_empty() {
+            let _ = writeln!(o, "  {}", elide_middle(&row.group, TEXT_WIDTH - 2));
+        }
+        for line in pair_rows(&row.rows, !row.group.is_empty(), st) {
+            let _ = writeln!(o, "{}", line.trim_end());
+        }
+    }
+}
+
+/// Push the interpreters matched by role, A and B side by side (one under the other when too
+/// wide), marking those only on one side.
+fn text_interpreters(o: &mut String, r: &CompareReport, st: &Style) {
+    let _ = writeln!(o, "\n{}", st.bold("Interpreters (matched by role)"));
+    let wl = width(r.interpreters.iter().map(|g| g.label.as_str()), 40);
+    let none = "(none)";
+    let wa = width(
+        r.interpreters
+            .iter()
+            .map(|g| g.members[0].as_deref().unwrap_or(none)),
+        60,
+    );
+    for g in &r.interpreters {
+        let a = g.members[0].as_deref().unwrap_or(none);
+        let b = g.members.get(1).and_then(|m| m.as_deref()).unwrap_or(none);
+        let tag = match (
+            g.members[0].is_some(),
+            g.members.get(1).is_some_and(|m| m.is_some()),
+        ) {
+            (true, false) => st.warning("  only on A"),
+            (false, true) => st.warning("  only on B"),
+            _ => String::new(),
+        };
+        let one = format!("  {}  {}  <->  {b}", pad(&g.label, wl), pad(a, wa));
+        let tag_w = if tag.is_empty() { 0 } else { 11 };
+        if one.chars().count() + tag_w <= TEXT_WIDTH {
+            let one = format!("{one}{tag}");
+            let _ = writeln!(o, "{one}");
+        } else {
+            // Too wide for one line: A and B one under the other.
+            let room = TEXT_WIDTH - 2 - wl - 4;
+            let _ = writeln!(
+                o,
+                "  {}  A {}{tag}",
+                pad(&g.label, wl),
+                elide_middle(a, room)
+            );
+            let _ = writeln!(o, "  {}  B {}", " ".repeat(wl), elide_middle(b, room));
+        }
+    }
 }
 
 fn text_fleet(r: &CompareReport, st: Style) -> String {
@@ -470,67 +552,9 @@ fn text_fleet(r: &CompareReport, st: Style) -> String {
             r.machines[n - 1].label
         );
     }
-    let absent = "(absent)";
     if !fl.by_fact.is_empty() {
-        let _ = writeln!(o, "\n{}", st.bold("By fact"));
-        for rank in [Rank::Verdict, Rank::Ml, Rank::Other] {
-            let rows: Vec<_> = fl.by_fact.iter().filter(|f| f.rank == rank).collect();
-            if rows.is_empty() {
-                continue;
-            }
-            let _ = writeln!(o, "  {} ({})", st.bold(rank_title(rank)), rows.len());
-            let wf = width(rows.iter().map(|f| f.fact.as_str()), FACT_CAP);
-            for f in rows {
-                let fact = elide_middle(&f.fact, wf);
-                let maj = elide_middle(f.majority.as_deref().unwrap_or(absent), VALUE_CAP);
-                let _ = writeln!(
-                    o,
-                    "    {}  majority {maj} ({} of {})",
-                    pad(&fact, wf),
-                    f.majority_count,
-                    f.compared
-                );
-                let wm = width(f.outliers.iter().map(|x| x.machine.as_str()), 32);
-                for x in &f.outliers {
-                    let v = elide_middle(x.value.as_deref().unwrap_or(absent), TEXT_WIDTH - 8 - wm);
-                    let _ = writeln!(
-                        o,
-                        "      {}  {}",
-                        pad(&elide_middle(&x.machine, wm), wm),
-                        st.warning(&v)
-                    );
-                }
-            }
-        }
-        let _ = writeln!(o, "\n{}", st.bold("By machine"));
-        for m in &fl.by_machine {
-            let n = m.differences.len();
-            let _ = writeln!(
-                o,
-                "  {}  {n} difference{}",
-                st.bold(&m.machine),
-                if n == 1 { "" } else { "s" }
-            );
-            let wf = width(m.differences.iter().map(|d| d.fact.as_str()), FACT_CAP);
-            let wv = width(
-                m.differences
-                    .iter()
-                    .map(|d| d.value.as_deref().unwrap_or(absent)),
-                VALUE_CAP,
-            );
-            for d in &m.differences {
-                let _ = writeln!(
-                    o,
-                    "    {}  {}  (majority {})",
-                    pad(&elide_middle(&d.fact, wf), wf),
-                    pad(&elide_middle(d.value.as_deref().unwrap_or(absent), wv), wv),
-                    elide_middle(
-                        d.majority.as_deref().unwrap_or(absent),
-                        TEXT_WIDTH.saturating_sub(4 + wf + 2 + wv + 2 + 11).max(8)
-                    )
-                );
-            }
-        }
+        text_by_fact(&mut o, fl, &st);
+        text_by_machine(&mut o, fl, &st);
     }
     let s = &r.summary;
     let head = if s.drift {
@@ -552,11 +576,72 @@ fn text_fleet(r: &CompareReport, st: Style) -> String {
         s.other,
         fl.by_machine.len()
     );
-    let f = footer(r);
-    if !f.is_empty() {
-        let _ = writeln!(o, "{}", st.dim(&format!("({f})")));
-    }
+    text_footer(&mut o, r, &st);
     o
+}
+
+/// Push the fleet's "By fact" section: per rank, each fact's majority value and the machines
+/// that differ from it.
+fn text_by_fact(o: &mut String, fl: &FleetReport, st: &Style) {
+    let _ = writeln!(o, "\n{}", st.bold("By fact"));
+    for (rank, rows) in by_rank(&fl.by_fact, |f| f.rank) {
+        let _ = writeln!(o, "  {} ({})", st.bold(rank_title(rank)), rows.len());
+        let wf = width(rows.iter().map(|f| f.fact.as_str()), FACT_CAP);
+        for f in rows {
+            let fact = elide_middle(&f.fact, wf);
+            let maj = elide_middle(f.majority.as_deref().unwrap_or(ABSENT), VALUE_CAP);
+            let _ = writeln!(
+                o,
+                "    {}  majority {maj} ({} of {})",
+                pad(&fact, wf),
+                f.majority_count,
+                f.compared
+            );
+            let wm = width(f.outliers.iter().map(|x| x.machine.as_str()), 32);
+            for x in &f.outliers {
+                let v = elide_middle(x.value.as_deref().unwrap_or(ABSENT), TEXT_WIDTH - 8 - wm);
+                let _ = writeln!(
+                    o,
+                    "      {}  {}",
+                    pad(&elide_middle(&x.machine, wm), wm),
+                    st.warning(&v)
+                );
+            }
+        }
+    }
+}
+
+/// Push the fleet's "By machine" section: each machine's differences with the majority value.
+fn text_by_machine(o: &mut String, fl: &FleetReport, st: &Style) {
+    let _ = writeln!(o, "\n{}", st.bold("By machine"));
+    for m in &fl.by_machine {
+        let n = m.differences.len();
+        let _ = writeln!(
+            o,
+            "  {}  {n} difference{}",
+            st.bold(&m.machine),
+            if n == 1 { "" } else { "s" }
+        );
+        let wf = width(m.differences.iter().map(|d| d.fact.as_str()), FACT_CAP);
+        let wv = width(
+            m.differences
+                .iter()
+                .map(|d| d.value.as_deref().unwrap_or(ABSENT)),
+            VALUE_CAP,
+        );
+        for d in &m.differences {
+            let _ = writeln!(
+                o,
+                "    {}  {}  (majority {})",
+                pad(&elide_middle(&d.fact, wf), wf),
+                pad(&elide_middle(d.value.as_deref().unwrap_or(ABSENT), wv), wv),
+                elide_middle(
+                    d.majority.as_deref().unwrap_or(ABSENT),
+                    TEXT_WIDTH.saturating_sub(4 + wf + 2 + wv + 2 + 11).max(8)
+                )
+            );
+        }
+    }
 }
 
 fn md(s: &str) -> String {
@@ -604,58 +689,8 @@ fn md_pair(r: &CompareReport) -> String {
             s.differences, s.new_findings, s.fixed_findings, s.ml, s.other
         );
     }
-    for rank in [Rank::Verdict, Rank::Ml, Rank::Other] {
-        let rows: Vec<&Change> = r.changes.iter().filter(|c| c.rank == rank).collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let fold = rank == Rank::Other && rows.len() > 20;
-        if fold {
-            let _ = writeln!(
-                o,
-                "<details><summary>{} ({})</summary>\n",
-                rank_title(rank),
-                rows.len()
-            );
-        } else {
-            let _ = writeln!(o, "#### {} ({})\n", rank_title(rank), rows.len());
-        }
-        if rank == Rank::Verdict {
-            let _ = writeln!(o, "| | severity | rule | finding |\n|---|---|---|---|");
-            for c in rows {
-                let (id, msg) = verdict_parts(&c.fact);
-                let sev = c.b.as_deref().or(c.a.as_deref()).unwrap_or("");
-                let lead = if c.change == ChangeKind::New {
-                    "**new:** B will hit"
-                } else {
-                    "**fixed** on B"
-                };
-                let _ = writeln!(
-                    o,
-                    "| {lead} | {} | {} | {}: {} |",
-                    md(sev),
-                    code(id),
-                    md(c.note.as_deref().unwrap_or("")),
-                    md(msg)
-                );
-            }
-        } else {
-            let _ = writeln!(o, "| fact | A | B | change |\n|---|---|---|---|");
-            for c in rows {
-                let _ = writeln!(
-                    o,
-                    "| {} | {} | {} | {} |",
-                    code(&c.fact),
-                    opt_code(c.a.as_deref()),
-                    opt_code(c.b.as_deref()),
-                    md(&describe(c, "→"))
-                );
-            }
-        }
-        let _ = writeln!(o);
-        if fold {
-            let _ = writeln!(o, "</details>\n");
-        }
+    for (rank, rows) in by_rank(&r.changes, |c| c.rank) {
+        md_rank_section(&mut o, rank, &rows);
     }
     if !r.interpreters.is_empty() {
         let _ = writeln!(o, "#### Interpreters (matched by role)\n");
@@ -671,11 +706,59 @@ fn md_pair(r: &CompareReport) -> String {
         }
         let _ = writeln!(o);
     }
-    let f = footer(r);
-    if !f.is_empty() {
-        let _ = writeln!(o, "<sub>{}</sub>", md(&f));
-    }
+    md_footer(&mut o, r);
     o
+}
+
+/// Push one rank's changes as a table under its heading (folded in `<details>` when there are
+/// more than 20 other changes): verdicts by severity and rule, facts with A, B and the change.
+fn md_rank_section(o: &mut String, rank: Rank, rows: &[&Change]) {
+    let fold = rank == Rank::Other && rows.len() > 20;
+    if fold {
+        let _ = writeln!(
+            o,
+            "<details><summary>{} ({})</summary>\n",
+            rank_title(rank),
+            rows.len()
+        );
+    } else {
+        let _ = writeln!(o, "#### {} ({})\n", rank_title(rank), rows.len());
+    }
+    if rank == Rank::Verdict {
+        let _ = writeln!(o, "| | severity | rule | finding |\n|---|---|---|---|");
+        for c in rows {
+            let v = verdict_change(c);
+            let lead = if v.new {
+                "**new:** B will hit"
+            } else {
+                "**fixed** on B"
+            };
+            let _ = writeln!(
+                o,
+                "| {lead} | {} | {} | {}: {} |",
+                md(v.sev),
+                code(v.id),
+                md(v.title),
+                md(v.msg)
+            );
+        }
+    } else {
+        let _ = writeln!(o, "| fact | A | B | change |\n|---|---|---|---|");
+        for c in rows {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                code(&c.fact),
+                opt_code(c.a.as_deref()),
+                opt_code(c.b.as_deref()),
+                md(&describe(c, "→"))
+            );
+        }
+    }
+    let _ = writeln!(o);
+    if fold {
+        let _ = writeln!(o, "</details>\n");
+    }
 }
 
 fn md_fleet(r: &CompareReport) -> String {
@@ -738,10 +821,7 @@ fn md_fleet(r: &CompareReport) -> String {
             let _ = writeln!(o, "\n</details>\n");
         }
     }
-    let f = footer(r);
-    if !f.is_empty() {
-        let _ = writeln!(o, "<sub>{}</sub>", md(&f));
-    }
+    md_footer(&mut o, r);
     o
 }
 

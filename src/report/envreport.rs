@@ -10,6 +10,7 @@ use super::inventory;
 use super::markdown::{findings_section, md_cell, probe_problems, summary_list};
 use super::verdict::Summary;
 use crate::rules::Finding;
+use crate::snapshot::{Framework, Host, Nvml, Python};
 use crate::Snapshot;
 use serde::Serialize;
 
@@ -98,92 +99,12 @@ fn opt(s: &Option<String>) -> &str {
 /// The facts of `snap` a maintainer asks for.
 pub fn facts(snap: &Snapshot) -> Facts {
     let h = &snap.host;
-    let os = format!(
-        "{} {}, {} {}, glibc {}",
-        opt(&h.os_name),
-        opt(&h.os_version),
-        opt(&h.kernel),
-        opt(&h.arch),
-        opt(&h.glibc_version)
-    );
-    let cpu = format!(
-        "{}, {} cores / {} threads, {} MiB memory",
-        opt(&h.cpu_model),
-        h.cpu_cores.map_or("?".into(), |n| n.to_string()),
-        h.cpu_threads.map_or("?".into(), |n| n.to_string()),
-        h.memory_total_mib.map_or("?".into(), |n| n.to_string())
-    );
-    let pythons = snap
-        .pythons
-        .iter()
-        .map(|p| {
-            let mut found_as: Vec<String> = p
-                .sources
-                .iter()
-                .map(|s| {
-                    serde_json::to_value(s.kind)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default()
-                })
-                .collect();
-            found_as.dedup();
-            let packages = p
-                .packages
-                .iter()
-                .filter(|k| ML_PACKAGES.contains(&k.name.as_str()) || k.name.starts_with("nvidia-"))
-                .map(|k| format!("{}=={}", k.name, k.version))
-                .collect();
-            let frameworks = snap
-                .frameworks
-                .iter()
-                .filter(|f| f.python == p.path)
-                .map(|f| {
-                    let mut b = Vec::new();
-                    if let Some(c) = &f.cuda_version {
-                        b.push(format!("CUDA {c}"));
-                    }
-                    if let Some(c) = &f.cudnn_version {
-                        b.push(format!("cuDNN {c}"));
-                    }
-                    if f.is_cuda_build == Some(false) {
-                        b.push("CPU-only".into());
-                    }
-                    format!("{} {} ({})", f.name, f.version, b.join(", "))
-                })
-                .collect();
-            PythonFacts {
-                path: p.path.clone(),
-                version: p.version.clone(),
-                found_as,
-                packages,
-                frameworks,
-            }
-        })
-        .collect();
-    let n = &snap.nvml;
-    let driver = if n.status == "ok" {
-        format!(
-            "NVIDIA {}, CUDA {} (driver API)",
-            opt(&n.driver_version),
-            opt(&n.cuda_driver_version)
-        )
-    } else {
-        format!(
-            "none usable (NVML {})",
-            if n.status.is_empty() {
-                "not probed"
-            } else {
-                &n.status
-            }
-        )
-    };
     Facts {
-        os,
-        cpu,
+        os: os_line(h),
+        cpu: cpu_line(h),
         container: h.container.as_ref().map(|c| c.kind.clone()),
-        pythons,
-        driver,
+        pythons: snap.pythons.iter().map(|p| python_facts(snap, p)).collect(),
+        driver: driver_line(&snap.nvml),
         toolkits: snap
             .cuda
             .toolkits
@@ -204,6 +125,98 @@ pub fn facts(snap: &Snapshot) -> Facts {
             })
             .collect(),
         env: snap.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+    }
+}
+
+/// `Ubuntu 22.04, Linux 6.8.0, x86_64, glibc 2.35`.
+fn os_line(h: &Host) -> String {
+    format!(
+        "{} {}, {} {}, glibc {}",
+        opt(&h.os_name),
+        opt(&h.os_version),
+        opt(&h.kernel),
+        opt(&h.arch),
+        opt(&h.glibc_version)
+    )
+}
+
+/// CPU model, cores and threads, memory.
+fn cpu_line(h: &Host) -> String {
+    format!(
+        "{}, {} cores / {} threads, {} MiB memory",
+        opt(&h.cpu_model),
+        h.cpu_cores.map_or("?".into(), |n| n.to_string()),
+        h.cpu_threads.map_or("?".into(), |n| n.to_string()),
+        h.memory_total_mib.map_or("?".into(), |n| n.to_string())
+    )
+}
+
+/// One interpreter's facts: how it was found, its ML packages, its frameworks' builds.
+fn python_facts(snap: &Snapshot, p: &Python) -> PythonFacts {
+    let mut found_as: Vec<String> = p
+        .sources
+        .iter()
+        .map(|s| {
+            serde_json::to_value(s.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        })
+        .collect();
+    found_as.dedup();
+    let packages = p
+        .packages
+        .iter()
+        .filter(|k| ML_PACKAGES.contains(&k.name.as_str()) || k.name.starts_with("nvidia-"))
+        .map(|k| format!("{}=={}", k.name, k.version))
+        .collect();
+    let frameworks = snap
+        .frameworks
+        .iter()
+        .filter(|f| f.python == p.path)
+        .map(framework_build)
+        .collect();
+    PythonFacts {
+        path: p.path.clone(),
+        version: p.version.clone(),
+        found_as,
+        packages,
+        frameworks,
+    }
+}
+
+/// A framework with its build: `torch 2.15.0 (CUDA 13.2, cuDNN 9.13)`.
+fn framework_build(f: &Framework) -> String {
+    let mut b = Vec::new();
+    if let Some(c) = &f.cuda_version {
+        b.push(format!("CUDA {c}"));
+    }
+    if let Some(c) = &f.cudnn_version {
+        b.push(format!("cuDNN {c}"));
+    }
+    if f.is_cuda_build == Some(false) {
+        b.push("CPU-only".into());
+    }
+    format!("{} {} ({})", f.name, f.version, b.join(", "))
+}
+
+/// The NVIDIA driver and its CUDA version, or why there is none usable.
+fn driver_line(n: &Nvml) -> String {
+    if n.status == "ok" {
+        format!(
+            "NVIDIA {}, CUDA {} (driver API)",
+            opt(&n.driver_version),
+            opt(&n.cuda_driver_version)
+        )
+    } else {
+        format!(
+            "none usable (NVML {})",
+            if n.status.is_empty() {
+                "not probed"
+            } else {
+                &n.status
+            }
+        )
     }
 }
 

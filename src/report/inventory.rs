@@ -8,7 +8,7 @@
 
 use crate::rules::{Finding, Severity};
 use crate::snapshot::python::{Python, SourceKind};
-use crate::snapshot::{Framework, Library};
+use crate::snapshot::{Framework, Gpu, Library};
 use crate::Snapshot;
 use serde::Serialize;
 
@@ -225,53 +225,7 @@ fn framework_line(fw: &Framework, libs: &[&Library], findings: &[Finding]) -> Li
 pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
     let mut out = Vec::new();
     let job = job_python(snap);
-    match &job {
-        Some((py, why)) => {
-            let key = format!("pythons[{}]", py.path);
-            let others: Vec<String> = snap
-                .pythons
-                .iter()
-                .filter(|p| p.path != py.path)
-                .map(|p| {
-                    let mut kinds: Vec<&str> =
-                        p.sources.iter().map(|s| kind_name(s.kind)).collect();
-                    kinds.sort_unstable();
-                    kinds.dedup();
-                    format!(
-                        "also: {} {} ({})",
-                        p.path,
-                        p.version.as_deref().unwrap_or("?"),
-                        kinds.join(", ")
-                    )
-                })
-                .collect();
-            out.push(Line {
-                mark: worst(findings, |p| p.starts_with(&key)),
-                area: "Python".into(),
-                text: format!(
-                    "{} {} ({why}; {} interpreter{} found)",
-                    py.path,
-                    py.version.as_deref().unwrap_or("(version unknown)"),
-                    snap.pythons.len(),
-                    if snap.pythons.len() == 1 { "" } else { "s" }
-                ),
-                detail: others,
-            });
-        }
-        None => out.push(Line {
-            mark: Mark::Warn,
-            area: "Python".into(),
-            text: if snap.pythons.is_empty() {
-                "no interpreter found".into()
-            } else {
-                format!(
-                    "none that a job here would run ({} found, none on PATH or active)",
-                    snap.pythons.len()
-                )
-            },
-            detail: vec![],
-        }),
-    }
+    out.push(python_line(snap, job.as_ref(), findings));
     let job_path = job.as_ref().map(|(p, _)| p.path.as_str());
     let fws: Vec<&Framework> = snap
         .frameworks
@@ -295,12 +249,72 @@ pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
         });
     }
     let wants_gpu = fws.iter().any(|f| f.is_cuda_build == Some(true));
+    out.push(driver_line(snap, wants_gpu, findings));
+    for g in &snap.gpus {
+        out.push(gpu_line(g, findings));
+    }
+    out.push(checkpoints_line(snap, findings));
+    out
+}
+
+/// The Python line: the job's interpreter and why (the others in its detail), or a warning
+/// that no interpreter would run a job here.
+fn python_line(snap: &Snapshot, job: Option<&(&Python, String)>, findings: &[Finding]) -> Line {
+    let Some((py, why)) = job else {
+        return Line {
+            mark: Mark::Warn,
+            area: "Python".into(),
+            text: if snap.pythons.is_empty() {
+                "no interpreter found".into()
+            } else {
+                format!(
+                    "none that a job here would run ({} found, none on PATH or active)",
+                    snap.pythons.len()
+                )
+            },
+            detail: vec![],
+        };
+    };
+    let key = format!("pythons[{}]", py.path);
+    let others: Vec<String> = snap
+        .pythons
+        .iter()
+        .filter(|p| p.path != py.path)
+        .map(|p| {
+            let mut kinds: Vec<&str> = p.sources.iter().map(|s| kind_name(s.kind)).collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            format!(
+                "also: {} {} ({})",
+                p.path,
+                p.version.as_deref().unwrap_or("?"),
+                kinds.join(", ")
+            )
+        })
+        .collect();
+    Line {
+        mark: worst(findings, |p| p.starts_with(&key)),
+        area: "Python".into(),
+        text: format!(
+            "{} {} ({why}; {} interpreter{} found)",
+            py.path,
+            py.version.as_deref().unwrap_or("(version unknown)"),
+            snap.pythons.len(),
+            if snap.pythons.len() == 1 { "" } else { "s" }
+        ),
+        detail: others,
+    }
+}
+
+/// The Driver line: the NVIDIA driver and its CUDA version, or why there is none (a warning
+/// when a framework is a CUDA build).
+fn driver_line(snap: &Snapshot, wants_gpu: bool, findings: &[Finding]) -> Line {
     let driver_mark = worst(findings, |p| {
         p.starts_with("nvml") || p.starts_with("cuda.driver")
     });
     let nvml = &snap.nvml;
     if nvml.status == "ok" {
-        out.push(Line {
+        return Line {
             mark: driver_mark,
             area: "Driver".into(),
             text: format!(
@@ -314,94 +328,99 @@ pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
                     .unwrap_or_default()
             ),
             detail: nvml.library.iter().map(|l| format!("NVML: {l}")).collect(),
-        });
-    } else {
-        let why = match nvml.status.as_str() {
-            "no-library" | "" => "no NVIDIA driver (libnvidia-ml.so.1 not found)".to_string(),
-            "not-probed"
-                if nvml
-                    .reason
-                    .as_deref()
-                    .is_some_and(|r| r.starts_with("--no-load")) =>
-            {
-                "not probed (--no-load)".to_string()
-            }
-            "not-probed" => "not probed (--root names another machine)".to_string(),
-            s => format!("NVML {s}"),
         };
-        out.push(Line {
-            mark: driver_mark.max(if wants_gpu { Mark::Warn } else { Mark::Ok }),
-            area: "Driver".into(),
-            text: if wants_gpu {
-                format!("{why}: the CUDA build will run on CPU or fail")
-            } else {
-                format!("{why}; CPU only")
-            },
-            detail: nvml.reason.iter().cloned().collect(),
-        });
     }
-    for g in &snap.gpus {
-        let key = format!("gpus[{}]", g.index);
-        let mut mark = worst(findings, |p| p.starts_with(&key));
-        let others = g.live.processes.len();
-        let mut text = format!(
-            "{}: {} of {} free",
-            g.name,
-            gib(g.live.memory_free_mib),
-            gib(g.memory_total_mib)
-        );
-        if others > 0 {
-            text.push_str(&format!(
-                ", {} process{} on it",
-                others,
-                if others == 1 { "" } else { "es" }
-            ));
-            if g.live.foreign_processes > 0 {
-                text.push_str(&format!(
-                    " ({} from other containers)",
-                    g.live.foreign_processes
-                ));
-            }
-            if g.live.processes.iter().any(|p| p.same_user != Some(true)) {
-                mark = mark.max(Mark::Warn);
-            }
+    let why = match nvml.status.as_str() {
+        "no-library" | "" => "no NVIDIA driver (libnvidia-ml.so.1 not found)".to_string(),
+        "not-probed"
+            if nvml
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("--no-load")) =>
+        {
+            "not probed (--no-load)".to_string()
+        }
+        "not-probed" => "not probed (--root names another machine)".to_string(),
+        s => format!("NVML {s}"),
+    };
+    Line {
+        mark: driver_mark.max(if wants_gpu { Mark::Warn } else { Mark::Ok }),
+        area: "Driver".into(),
+        text: if wants_gpu {
+            format!("{why}: the CUDA build will run on CPU or fail")
         } else {
-            text.push_str(", no process on it");
-        }
-        if !g.visible {
-            text.push_str("; hidden by CUDA_VISIBLE_DEVICES");
-        }
-        out.push(Line {
-            mark,
-            area: format!("GPU {}", g.index),
-            text,
-            detail: g
-                .live
-                .processes
-                .iter()
-                .map(|p| {
-                    format!(
-                        "pid {} {} {}{}",
-                        p.pid,
-                        p.name.as_deref().unwrap_or("?"),
-                        p.used_memory_mib.map(gib).unwrap_or_default(),
-                        if p.in_our_pid_namespace {
-                            ""
-                        } else {
-                            " (another container)"
-                        }
-                    )
-                })
-                .collect(),
-        });
+            format!("{why}; CPU only")
+        },
+        detail: nvml.reason.iter().cloned().collect(),
     }
+}
+
+/// A GPU's line: its free memory and the processes on it (a warning when one is not ours).
+fn gpu_line(g: &Gpu, findings: &[Finding]) -> Line {
+    let key = format!("gpus[{}]", g.index);
+    let mut mark = worst(findings, |p| p.starts_with(&key));
+    let others = g.live.processes.len();
+    let mut text = format!(
+        "{}: {} of {} free",
+        g.name,
+        gib(g.live.memory_free_mib),
+        gib(g.memory_total_mib)
+    );
+    if others > 0 {
+        text.push_str(&format!(
+            ", {} process{} on it",
+            others,
+            if others == 1 { "" } else { "es" }
+        ));
+        if g.live.foreign_processes > 0 {
+            text.push_str(&format!(
+                " ({} from other containers)",
+                g.live.foreign_processes
+            ));
+        }
+        if g.live.processes.iter().any(|p| p.same_user != Some(true)) {
+            mark = mark.max(Mark::Warn);
+        }
+    } else {
+        text.push_str(", no process on it");
+    }
+    if !g.visible {
+        text.push_str("; hidden by CUDA_VISIBLE_DEVICES");
+    }
+    Line {
+        mark,
+        area: format!("GPU {}", g.index),
+        text,
+        detail: g
+            .live
+            .processes
+            .iter()
+            .map(|p| {
+                format!(
+                    "pid {} {} {}{}",
+                    p.pid,
+                    p.name.as_deref().unwrap_or("?"),
+                    p.used_memory_mib.map(gib).unwrap_or_default(),
+                    if p.in_our_pid_namespace {
+                        ""
+                    } else {
+                        " (another container)"
+                    }
+                )
+            })
+            .collect(),
+    }
+}
+
+/// The Checkpoints line: how many were found and how many could not be read.
+fn checkpoints_line(snap: &Snapshot, findings: &[Finding]) -> Line {
     let unreadable = snap
         .checkpoints
         .iter()
         .filter(|c| c.error.is_some())
         .count();
     let ck_mark = worst(findings, |p| p.starts_with("checkpoints"));
-    out.push(Line {
+    Line {
         mark: ck_mark.max(if unreadable > 0 { Mark::Warn } else { Mark::Ok }),
         area: "Checkpoints".into(),
         text: match (snap.checkpoints.len(), unreadable) {
@@ -414,8 +433,7 @@ pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
             .iter()
             .map(|c| format!("{}: {}", c.path, super::checkpoints::summary(c)))
             .collect(),
-    });
-    out
+    }
 }
 
 fn kind_name(k: SourceKind) -> &'static str {

@@ -87,42 +87,9 @@ pub fn render(rules: &[Rule], findings: &[Finding], summary: &Summary, snap: &Sn
     let mut cases = String::new();
     let mut failures = 0;
     for r in rules {
-        let mine: Vec<&Finding> = findings.iter().filter(|f| f.rule == r.id).collect();
-        let (failing, below): (Vec<&Finding>, Vec<&Finding>) =
-            mine.iter().partition(|f| summary.fail_on.fails(f.severity));
-        cases.push_str(&format!(
-            "    <testcase classname=\"envdoctor.{}\" name=\"{}\" time=\"0\"",
-            escape(r.scope.as_str()),
-            escape(&r.id)
-        ));
-        if failing.is_empty() && below.is_empty() {
-            cases.push_str("/>\n");
-            continue;
-        }
-        cases.push_str(">\n");
-        if let Some(worst) = failing.iter().map(|f| f.severity).max() {
+        if testcase(&mut cases, r, findings, summary, snap) {
             failures += 1;
-            let message = if failing.len() == 1 {
-                format!("{}: {}", r.title, failing[0].message)
-            } else {
-                format!("{} ({} findings)", r.title, failing.len())
-            };
-            let text: Vec<String> = failing.iter().map(|f| describe(f, snap)).collect();
-            cases.push_str(&format!(
-                "      <failure message=\"{}\" type=\"{}\">{}</failure>\n",
-                escape(&message),
-                worst.as_str(),
-                escape_text(&text.join("\n"))
-            ));
         }
-        if !below.is_empty() {
-            let text: Vec<String> = below.iter().map(|f| describe(f, snap)).collect();
-            cases.push_str(&format!(
-                "      <system-out>{}</system-out>\n",
-                escape_text(&text.join("\n"))
-            ));
-        }
-        cases.push_str("    </testcase>\n");
     }
     let tests = rules.len();
     // The XSD's timestamp has no zone designator; collected_at is always UTC.
@@ -137,6 +104,64 @@ pub fn render(rules: &[Rule], findings: &[Finding], summary: &Summary, snap: &Sn
         escape(timestamp),
         escape(hostname)
     ));
+    properties(&mut out, summary, snap);
+    out.push_str(&cases);
+    out.push_str("    <system-out/>\n");
+    system_err(&mut out, snap);
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+/// Push rule `r`'s `<testcase>`: its failing findings as one `<failure>`, those below the
+/// threshold in its `<system-out>`. True when it fails.
+fn testcase(
+    cases: &mut String,
+    r: &Rule,
+    findings: &[Finding],
+    summary: &Summary,
+    snap: &Snapshot,
+) -> bool {
+    let mine: Vec<&Finding> = findings.iter().filter(|f| f.rule == r.id).collect();
+    let (failing, below): (Vec<&Finding>, Vec<&Finding>) =
+        mine.iter().partition(|f| summary.fail_on.fails(f.severity));
+    cases.push_str(&format!(
+        "    <testcase classname=\"envdoctor.{}\" name=\"{}\" time=\"0\"",
+        escape(r.scope.as_str()),
+        escape(&r.id)
+    ));
+    if failing.is_empty() && below.is_empty() {
+        cases.push_str("/>\n");
+        return false;
+    }
+    cases.push_str(">\n");
+    let fails = failing.iter().map(|f| f.severity).max();
+    if let Some(worst) = fails {
+        let message = if failing.len() == 1 {
+            format!("{}: {}", r.title, failing[0].message)
+        } else {
+            format!("{} ({} findings)", r.title, failing.len())
+        };
+        let text: Vec<String> = failing.iter().map(|f| describe(f, snap)).collect();
+        cases.push_str(&format!(
+            "      <failure message=\"{}\" type=\"{}\">{}</failure>\n",
+            escape(&message),
+            worst.as_str(),
+            escape_text(&text.join("\n"))
+        ));
+    }
+    if !below.is_empty() {
+        let text: Vec<String> = below.iter().map(|f| describe(f, snap)).collect();
+        cases.push_str(&format!(
+            "      <system-out>{}</system-out>\n",
+            escape_text(&text.join("\n"))
+        ));
+    }
+    cases.push_str("    </testcase>\n");
+    fails.is_some()
+}
+
+/// Push the suite's `<properties>`: envdoctor's version, `--fail-on`, the root probed.
+fn properties(out: &mut String, summary: &Summary, snap: &Snapshot) {
     out.push_str("    <properties>\n");
     for (k, v) in [
         ("envdoctor_version", env!("CARGO_PKG_VERSION")),
@@ -149,8 +174,10 @@ pub fn render(rules: &[Rule], findings: &[Finding], summary: &Summary, snap: &Sn
         ));
     }
     out.push_str("    </properties>\n");
-    out.push_str(&cases);
-    out.push_str("    <system-out/>\n");
+}
+
+/// Push the suite's `<system-err>`: the probe problems, one a line (empty when there are none).
+fn system_err(out: &mut String, snap: &Snapshot) {
     if snap.probe_errors.is_empty() {
         out.push_str("    <system-err/>\n");
     } else {
@@ -167,8 +194,6 @@ pub fn render(rules: &[Rule], findings: &[Finding], summary: &Summary, snap: &Sn
             escape_text(&lines.join("\n"))
         ));
     }
-    out.push_str("  </testsuite>\n</testsuites>\n");
-    out
 }
 
 #[cfg(test)]

@@ -278,61 +278,103 @@ pub fn render(
     let mut out = summary_block(snap, findings, lay, st, d);
     out.push('\n');
     for sev in [Severity::Error, Severity::Warning, Severity::Info] {
-        let group: Vec<&Finding> = findings.iter().filter(|f| f.severity == sev).collect();
-        if group.is_empty() {
-            continue;
-        }
-        let heading = match sev {
-            Severity::Error => "Errors",
-            Severity::Warning => "Warnings",
-            Severity::Info => "Info",
-        };
-        out.push_str(&st.bold(&format!("{heading} ({})", group.len())));
-        out.push_str("\n\n");
-        let mut i = 0;
-        while i < group.len() {
-            let rule = &group[i].rule;
-            let n = group[i..].iter().take_while(|f| &f.rule == rule).count();
-            let same = &group[i..i + n];
-            let f = same[0];
-            let count = if n > 1 {
-                format!(" × {n}")
-            } else {
-                String::new()
-            };
-            let plain = format!("{} [{}]{count} ", severity_plain(sev), f.rule);
-            let first = format!(
-                "{} {}{count} ",
-                severity_word(st, sev),
-                st.bold(&format!("[{}]", f.rule))
-            );
-            push(&mut out, lay, &plain, &first, 2, &f.title);
-            if d.verbose && !f.rule_source.is_empty() {
-                out.push_str(&format!("  {} {}\n", st.dim("rule:"), f.rule_source));
-            }
-            let shown = if d.all || d.verbose || n <= GROUP_SHOWN + 1 {
-                n
-            } else {
-                GROUP_SHOWN
-            };
-            let one_fix = same.iter().all(|g| g.fix == f.fix);
-            for g in &same[..shown] {
-                one_finding(&mut out, g, lay, st, !one_fix, snap);
-            }
-            if shown < n {
-                out.push_str(&format!(
-                    "  … {} more of this rule (first {shown} shown; --all for the rest)\n",
-                    n - shown
-                ));
-            }
-            if one_fix {
-                fix_lines(&mut out, f, lay, st, snap);
-            }
-            out.push('\n');
-            i += n;
-        }
+        severity_section(&mut out, findings, sev, snap, st, lay, d);
     }
-    // Probe problems, except those a finding already shows (a corrupt file appears once).
+    probe_problems(&mut out, findings, snap, st, lay, d);
+    out.push_str(&verdict(summary, snap, st, lay));
+    out
+}
+
+/// Push the findings of severity `sev` under their heading, one entry per rule (nothing when
+/// there are none).
+fn severity_section(
+    out: &mut String,
+    findings: &[Finding],
+    sev: Severity,
+    snap: &Snapshot,
+    st: &Style,
+    lay: &Layout,
+    d: Detail,
+) {
+    let group: Vec<&Finding> = findings.iter().filter(|f| f.severity == sev).collect();
+    if group.is_empty() {
+        return;
+    }
+    let heading = match sev {
+        Severity::Error => "Errors",
+        Severity::Warning => "Warnings",
+        Severity::Info => "Info",
+    };
+    out.push_str(&st.bold(&format!("{heading} ({})", group.len())));
+    out.push_str("\n\n");
+    let mut i = 0;
+    while i < group.len() {
+        let rule = &group[i].rule;
+        let n = group[i..].iter().take_while(|f| &f.rule == rule).count();
+        rule_entry(out, &group[i..i + n], sev, snap, st, lay, d);
+        i += n;
+    }
+}
+
+/// Push one rule's entry: its heading (with `× N` when it fired more than once), the first
+/// findings (all with --all or --verbose), and its fix once when every finding shares it.
+fn rule_entry(
+    out: &mut String,
+    same: &[&Finding],
+    sev: Severity,
+    snap: &Snapshot,
+    st: &Style,
+    lay: &Layout,
+    d: Detail,
+) {
+    let n = same.len();
+    let f = same[0];
+    let count = if n > 1 {
+        format!(" × {n}")
+    } else {
+        String::new()
+    };
+    let plain = format!("{} [{}]{count} ", severity_plain(sev), f.rule);
+    let first = format!(
+        "{} {}{count} ",
+        severity_word(st, sev),
+        st.bold(&format!("[{}]", f.rule))
+    );
+    push(out, lay, &plain, &first, 2, &f.title);
+    if d.verbose && !f.rule_source.is_empty() {
+        out.push_str(&format!("  {} {}\n", st.dim("rule:"), f.rule_source));
+    }
+    let shown = if d.all || d.verbose || n <= GROUP_SHOWN + 1 {
+        n
+    } else {
+        GROUP_SHOWN
+    };
+    let one_fix = same.iter().all(|g| g.fix == f.fix);
+    for g in &same[..shown] {
+        one_finding(out, g, lay, st, !one_fix, snap);
+    }
+    if shown < n {
+        out.push_str(&format!(
+            "  … {} more of this rule (first {shown} shown; --all for the rest)\n",
+            n - shown
+        ));
+    }
+    if one_fix {
+        fix_lines(out, f, lay, st, snap);
+    }
+    out.push('\n');
+}
+
+/// Push the probe problems, except those a finding already shows (a corrupt file appears once);
+/// the first 10 unless --all or --verbose.
+fn probe_problems(
+    out: &mut String,
+    findings: &[Finding],
+    snap: &Snapshot,
+    st: &Style,
+    lay: &Layout,
+    d: Detail,
+) {
     let told = |p: &str| {
         findings.iter().any(|f| {
             f.message.contains(p)
@@ -347,42 +389,41 @@ pub fn render(
         .iter()
         .filter(|p| p.path.as_deref().is_none_or(|path| !told(path)))
         .collect();
-    if !problems.is_empty() {
-        out.push_str(&st.bold(&format!(
-            "Probe problems ({}): facts that could not be read",
-            problems.len()
-        )));
-        out.push('\n');
-        let limit = if d.all || d.verbose { usize::MAX } else { 10 };
-        for p in problems.iter().take(limit) {
-            let text = match &p.path {
-                Some(path) => format!("{}: {}", lay.path(path), p.message),
-                None => p.message.clone(),
-            };
-            let mark = if crate::probe::is_incomplete(p) {
-                "✗"
-            } else {
-                "!"
-            };
-            push(
-                &mut out,
-                lay,
-                &format!("  {mark} {}: ", p.probe),
-                &format!("  {mark} {}: ", p.probe),
-                4,
-                &text,
-            );
-        }
-        if problems.len() > limit {
-            out.push_str(&format!(
-                "  … {} more (--all shows them)\n",
-                problems.len() - limit
-            ));
-        }
-        out.push('\n');
+    if problems.is_empty() {
+        return;
     }
-    out.push_str(&verdict(summary, snap, st, lay));
-    out
+    out.push_str(&st.bold(&format!(
+        "Probe problems ({}): facts that could not be read",
+        problems.len()
+    )));
+    out.push('\n');
+    let limit = if d.all || d.verbose { usize::MAX } else { 10 };
+    for p in problems.iter().take(limit) {
+        let text = match &p.path {
+            Some(path) => format!("{}: {}", lay.path(path), p.message),
+            None => p.message.clone(),
+        };
+        let mark = if crate::probe::is_incomplete(p) {
+            "✗"
+        } else {
+            "!"
+        };
+        push(
+            out,
+            lay,
+            &format!("  {mark} {}: ", p.probe),
+            &format!("  {mark} {}: ", p.probe),
+            4,
+            &text,
+        );
+    }
+    if problems.len() > limit {
+        out.push_str(&format!(
+            "  … {} more (--all shows them)\n",
+            problems.len() - limit
+        ));
+    }
+    out.push('\n');
 }
 
 /// The verdict line, wrapped (its continuation indented), styled by outcome: the last thing
