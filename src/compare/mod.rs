@@ -725,41 +725,43 @@ mod tests {
         s
     }
 
+    /// A stand-in for the rule engine: one rule fires everywhere, one when torch is 2.3 or
+    /// later (on the interpreter), one when it is older (on the machine).
+    fn torch_rules(s: &Snapshot) -> Vec<Verdict> {
+        let torch = s.pythons[0].package("torch").map(|p| p.version.clone());
+        let mut v = vec![Verdict {
+            rule_id: "always".into(),
+            severity: "info".into(),
+            title: "fires everywhere".into(),
+            message: format!("same rule, other numbers: {}", s.pythons[0].path),
+            subject: None,
+        }];
+        if torch.is_some_and(|t| t.starts_with("2.3")) {
+            v.push(Verdict {
+                rule_id: "torch-cu121-driver".into(),
+                severity: "error".into(),
+                title: "torch built for CUDA 12.1 needs driver >= 530".into(),
+                message: format!("torch in {} needs a newer driver", s.pythons[0].path),
+                subject: Some(format!("pythons[{}]", s.pythons[0].path)),
+            });
+        } else {
+            v.push(Verdict {
+                rule_id: "old-torch".into(),
+                severity: "warning".into(),
+                title: "old torch".into(),
+                message: "torch < 2.3".into(),
+                subject: None,
+            });
+        }
+        v
+    }
+
     #[test]
     fn verdict_hook_ranks_new_findings_first() {
         let a = machine("/home/alice", "2.1.0+cu118", false);
         let b = machine("/home/bob", "2.3.1+cu121", true);
-        // A closure standing in for the rule engine: fires when torch is 2.3 or later.
-        let rules = |s: &Snapshot| -> Vec<Verdict> {
-            let torch = s.pythons[0].package("torch").map(|p| p.version.clone());
-            let mut v = vec![Verdict {
-                rule_id: "always".into(),
-                severity: "info".into(),
-                title: "fires everywhere".into(),
-                message: format!("same rule, other numbers: {}", s.pythons[0].path),
-                subject: None,
-            }];
-            if torch.is_some_and(|t| t.starts_with("2.3")) {
-                v.push(Verdict {
-                    rule_id: "torch-cu121-driver".into(),
-                    severity: "error".into(),
-                    title: "torch built for CUDA 12.1 needs driver >= 530".into(),
-                    message: format!("torch in {} needs a newer driver", s.pythons[0].path),
-                    subject: Some(format!("pythons[{}]", s.pythons[0].path)),
-                });
-            } else {
-                v.push(Verdict {
-                    rule_id: "old-torch".into(),
-                    severity: "warning".into(),
-                    title: "old torch".into(),
-                    message: "torch < 2.3".into(),
-                    subject: None,
-                });
-            }
-            v
-        };
         let snaps = vec![("a".to_string(), a), ("b".to_string(), b)];
-        let r = compare(&snaps, &CompareOptions::default(), Some(&rules)).unwrap();
+        let r = compare(&snaps, &CompareOptions::default(), Some(&torch_rules)).unwrap();
         let kinds: Vec<(Rank, ChangeKind, &str)> = r
             .changes
             .iter()
