@@ -395,83 +395,16 @@ impl<'a> Compiler<'a> {
                 format!("rule id `{id}` is not kebab-case (lower-case words joined by '-')"),
             );
         }
-        let mut ctx = RuleCtx {
-            vars: Vec::new(),
-            all_vars: Vec::new(),
-            params: raw.params.clone(),
-        };
-        if let Some((section, var)) = raw.scope.binding() {
-            let list = self
-                .walker
-                .field(self.walker.top(), section)
-                .unwrap_or(None);
-            let elem = self.walker.items(list).unwrap_or(None);
-            ctx.vars.push((var.to_string(), elem));
-            ctx.all_vars.push((var.to_string(), elem));
-        }
+        let mut ctx = self.rule_ctx(&raw);
         let when = self.compile_cond(&raw.when, &mut ctx, &id);
         let message = self.compile_template(&raw.message, &ctx, &id, "message");
         let fix = self.compile_template(&raw.fix, &ctx, &id, "fix");
-        for s in &raw.symptoms {
-            let (re, spec) = s.value.parts();
-            if let Err(e) = Regex::new(re) {
-                self.err(
-                    s.referenced,
-                    format!("rule `{id}`: symptom is not a valid regex: {e}"),
-                );
-            }
-            if !(1..=3).contains(&spec) {
-                self.err(
-                    s.referenced,
-                    format!("rule `{id}`: symptom specificity must be 1, 2 or 3, not {spec}"),
-                );
-            }
-        }
-        let mut tests = Vec::new();
-        for t in raw.tests {
-            let tloc = t.referenced;
-            let t = t.value;
-            if !t.facts.is_null() && !t.facts.is_object() {
-                self.err(
-                    tloc,
-                    format!("rule `{id}`, test `{}`: facts must be a map", t.name),
-                );
-            } else if let Err(e) = self
-                .walker
-                .check_value(self.walker.top(), &t.facts, "facts")
-            {
-                self.err(tloc, format!("rule `{id}`, test `{}`: {e}", t.name));
-            }
-            for k in t.params.keys() {
-                if !ctx.params.contains_key(k) {
-                    self.err(
-                        tloc,
-                        format!("rule `{id}`, test `{}`: unknown parameter `{k}`", t.name),
-                    );
-                }
-            }
-            if t.message_contains.is_some() && t.expect == Expect::Quiet {
-                self.err(
-                    tloc,
-                    format!(
-                        "rule `{id}`, test `{}`: message_contains needs expect: fire",
-                        t.name
-                    ),
-                );
-            }
-            tests.push(RuleTest {
-                name: t.name,
-                facts: if t.facts.is_null() {
-                    Value::Object(Default::default())
-                } else {
-                    t.facts
-                },
-                expect: t.expect,
-                message_contains: t.message_contains,
-                params: t.params,
-                line: tloc.line(),
-            });
-        }
+        self.check_symptoms(&raw.symptoms, &id);
+        let tests: Vec<RuleTest> = raw
+            .tests
+            .into_iter()
+            .map(|t| self.compile_inline_test(t, &ctx, &id))
+            .collect();
         if self.errors.len() > before {
             return None;
         }
@@ -500,6 +433,97 @@ impl<'a> Compiler<'a> {
                 source,
             },
         })
+    }
+
+    /// The rule's context to start with: its parameters, and the variable its scope binds (with
+    /// the schema node of its section's elements).
+    fn rule_ctx(&self, raw: &RawRule) -> RuleCtx {
+        let mut ctx = RuleCtx {
+            vars: Vec::new(),
+            all_vars: Vec::new(),
+            params: raw.params.clone(),
+        };
+        if let Some((section, var)) = raw.scope.binding() {
+            let list = self
+                .walker
+                .field(self.walker.top(), section)
+                .unwrap_or(None);
+            let elem = self.walker.items(list).unwrap_or(None);
+            ctx.vars.push((var.to_string(), elem));
+            ctx.all_vars.push((var.to_string(), elem));
+        }
+        ctx
+    }
+
+    /// Checks each symptom: a valid regex, specificity 1 to 3.
+    fn check_symptoms(&mut self, symptoms: &[Spanned<model::RawSymptom>], id: &str) {
+        for s in symptoms {
+            let (re, spec) = s.value.parts();
+            if let Err(e) = Regex::new(re) {
+                self.err(
+                    s.referenced,
+                    format!("rule `{id}`: symptom is not a valid regex: {e}"),
+                );
+            }
+            if !(1..=3).contains(&spec) {
+                self.err(
+                    s.referenced,
+                    format!("rule `{id}`: symptom specificity must be 1, 2 or 3, not {spec}"),
+                );
+            }
+        }
+    }
+
+    /// One inline test, checked: facts a map the schema knows, parameters declared,
+    /// message_contains only with expect: fire.
+    fn compile_inline_test(
+        &mut self,
+        t: Spanned<model::RawTest>,
+        ctx: &RuleCtx,
+        id: &str,
+    ) -> RuleTest {
+        let tloc = t.referenced;
+        let t = t.value;
+        if !t.facts.is_null() && !t.facts.is_object() {
+            self.err(
+                tloc,
+                format!("rule `{id}`, test `{}`: facts must be a map", t.name),
+            );
+        } else if let Err(e) = self
+            .walker
+            .check_value(self.walker.top(), &t.facts, "facts")
+        {
+            self.err(tloc, format!("rule `{id}`, test `{}`: {e}", t.name));
+        }
+        for k in t.params.keys() {
+            if !ctx.params.contains_key(k) {
+                self.err(
+                    tloc,
+                    format!("rule `{id}`, test `{}`: unknown parameter `{k}`", t.name),
+                );
+            }
+        }
+        if t.message_contains.is_some() && t.expect == Expect::Quiet {
+            self.err(
+                tloc,
+                format!(
+                    "rule `{id}`, test `{}`: message_contains needs expect: fire",
+                    t.name
+                ),
+            );
+        }
+        RuleTest {
+            name: t.name,
+            facts: if t.facts.is_null() {
+                Value::Object(Default::default())
+            } else {
+                t.facts
+            },
+            expect: t.expect,
+            message_contains: t.message_contains,
+            params: t.params,
+            line: tloc.line(),
+        }
     }
 
     fn compile_template(
