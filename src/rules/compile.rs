@@ -731,6 +731,40 @@ impl<'a> Compiler<'a> {
         id: &str,
     ) -> Option<Cond> {
         let text = c.fact.as_deref().unwrap_or_default();
+        let fact = self.test_fact(text, loc, ctx, id)?;
+        let mut ops: Vec<Op> = Vec::new();
+        if let Some(b) = c.exists {
+            ops.push(Op::Exists(b));
+        }
+        if let Some(b) = c.empty {
+            ops.push(Op::Empty(b));
+        }
+        let mut bad = self.operand_ops(c, loc, ctx, id, &mut ops);
+        bad |= self.pattern_ops(c, loc, id, &mut ops);
+        if bad {
+            return None;
+        }
+        if ops.len() != 1 {
+            self.err(
+                loc,
+                format!(
+                    "rule `{id}`: a test on `{text}` needs exactly one operator (exists, equals, \
+                     not_equals, in, not_in, lt, lte, gt, gte, pep440, matches, contains, empty); \
+                     found {}",
+                    ops.len()
+                ),
+            );
+            return None;
+        }
+        Some(Cond::Test {
+            fact,
+            cast: c.cast,
+            op: ops.pop()?,
+        })
+    }
+
+    /// The fact a test reads, parsed and checked against the schema and the variables in scope.
+    fn test_fact(&mut self, text: &str, loc: Location, ctx: &RuleCtx, id: &str) -> Option<Path> {
         let fact = match Path::parse(text) {
             Ok(p) => p,
             Err(e) => {
@@ -742,42 +776,56 @@ impl<'a> Compiler<'a> {
             self.err(loc, format!("rule `{id}`: {e}"));
             return None;
         }
-        let mut ops: Vec<Op> = Vec::new();
-        let mut bad = false;
-        let operand = |this: &mut Self, o: &RawOperand| -> Option<Operand> {
-            match o {
-                RawOperand::Lit(v) => Some(Operand::Lit(v.clone())),
-                RawOperand::Param(p) => {
-                    if ctx.params.contains_key(&p.param) {
-                        Some(Operand::Param(p.param.clone()))
-                    } else {
-                        this.err(
-                            loc,
-                            format!(
-                                "rule `{id}`: unknown parameter `{}` (declare it under params:)",
-                                p.param
-                            ),
-                        );
-                        None
-                    }
+        Some(fact)
+    }
+
+    /// One operand: a literal, a declared parameter, or a fact path that checks.
+    fn compile_operand(
+        &mut self,
+        o: &RawOperand,
+        loc: Location,
+        ctx: &RuleCtx,
+        id: &str,
+    ) -> Option<Operand> {
+        match o {
+            RawOperand::Lit(v) => Some(Operand::Lit(v.clone())),
+            RawOperand::Param(p) => {
+                if ctx.params.contains_key(&p.param) {
+                    Some(Operand::Param(p.param.clone()))
+                } else {
+                    self.err(
+                        loc,
+                        format!(
+                            "rule `{id}`: unknown parameter `{}` (declare it under params:)",
+                            p.param
+                        ),
+                    );
+                    None
                 }
-                RawOperand::Fact(f) => match Path::parse(&f.fact)
-                    .and_then(|p| this.check_path(&p, ctx, false).map(|_| p))
-                {
-                    Ok(p) => Some(Operand::Fact(p)),
-                    Err(e) => {
-                        this.err(loc, format!("rule `{id}`: {e}"));
-                        None
-                    }
-                },
             }
-        };
-        if let Some(b) = c.exists {
-            ops.push(Op::Exists(b));
+            RawOperand::Fact(f) => match Path::parse(&f.fact)
+                .and_then(|p| self.check_path(&p, ctx, false).map(|_| p))
+            {
+                Ok(p) => Some(Operand::Fact(p)),
+                Err(e) => {
+                    self.err(loc, format!("rule `{id}`: {e}"));
+                    None
+                }
+            },
         }
-        if let Some(b) = c.empty {
-            ops.push(Op::Empty(b));
-        }
+    }
+
+    /// The operators with operands (equals ... contains, in, not_in) pushed onto `ops`; whether
+    /// an operand was bad.
+    fn operand_ops(
+        &mut self,
+        c: &RawCond,
+        loc: Location,
+        ctx: &RuleCtx,
+        id: &str,
+        ops: &mut Vec<Op>,
+    ) -> bool {
+        let mut bad = false;
         let singles: [(&Option<RawOperand>, MakeOp); 7] = [
             (&c.equals, Op::Equals),
             (&c.not_equals, Op::NotEquals),
@@ -789,7 +837,7 @@ impl<'a> Compiler<'a> {
         ];
         for (raw, make) in singles {
             if let Some(o) = raw {
-                match operand(self, o) {
+                match self.compile_operand(o, loc, ctx, id) {
                     Some(o) => ops.push(make(o)),
                     None => bad = true,
                 }
@@ -797,8 +845,10 @@ impl<'a> Compiler<'a> {
         }
         for (raw, negate) in [(&c.in_, false), (&c.not_in, true)] {
             if let Some(list) = raw {
-                let compiled: Option<Vec<Operand>> =
-                    list.iter().map(|o| operand(self, o)).collect();
+                let compiled: Option<Vec<Operand>> = list
+                    .iter()
+                    .map(|o| self.compile_operand(o, loc, ctx, id))
+                    .collect();
                 match compiled {
                     Some(l) if negate => ops.push(Op::NotIn(l)),
                     Some(l) => ops.push(Op::In(l)),
@@ -806,6 +856,12 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
+        bad
+    }
+
+    /// The pattern operators (pep440, matches) pushed onto `ops`; whether a pattern was bad.
+    fn pattern_ops(&mut self, c: &RawCond, loc: Location, id: &str, ops: &mut Vec<Op>) -> bool {
+        let mut bad = false;
         if let Some(spec) = &c.pep440 {
             match VersionSpecifiers::from_str(spec) {
                 Ok(s) => ops.push(Op::Pep440(s, spec.clone())),
@@ -827,26 +883,7 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        if bad {
-            return None;
-        }
-        if ops.len() != 1 {
-            self.err(
-                loc,
-                format!(
-                    "rule `{id}`: a test on `{text}` needs exactly one operator (exists, equals, \
-                     not_equals, in, not_in, lt, lte, gt, gte, pep440, matches, contains, empty); \
-                     found {}",
-                    ops.len()
-                ),
-            );
-            return None;
-        }
-        Some(Cond::Test {
-            fact,
-            cast: c.cast,
-            op: ops.pop()?,
-        })
+        bad
     }
 }
 
