@@ -84,6 +84,38 @@ struct Slot<'a> {
 /// Compute the fleet report of `flats` (one per machine, labelled by `labels`).
 pub fn fleet(labels: &[&str], flats: &[Flat]) -> FleetReport {
     let n = flats.len();
+    let slots = gather_slots(flats);
+    // Which machines have each scope entity.
+    let mut scopes: HashMap<&str, Vec<bool>> = HashMap::new();
+    // Each reported fact with the indices of its outliers (labels need not be unique).
+    let mut by_fact: Vec<(FleetFact, Vec<usize>)> = Vec::new();
+    for slot in &slots {
+        let members: Option<&Vec<bool>> = match &slot.first.scope {
+            None => None,
+            Some(s) => Some(
+                scopes
+                    .entry(s.as_str())
+                    .or_insert_with(|| flats.iter().map(|f| f.entities.contains(s)).collect()),
+            ),
+        };
+        by_fact.extend(slot_outliers(slot, members.map(Vec::as_slice), labels, n));
+    }
+    by_fact.sort_by(|(x, _), (y, _)| {
+        (x.rank, x.section)
+            .cmp(&(y.rank, y.section))
+            .then_with(|| x.fact.cmp(&y.fact))
+    });
+    let by_machine = by_machine(&by_fact, labels, n);
+    let by_fact: Vec<FleetFact> = by_fact.into_iter().map(|(f, _)| f).collect();
+    FleetReport {
+        by_fact,
+        by_machine,
+    }
+}
+
+/// Every fact key of every machine, in first-seen order, with each machine's value.
+fn gather_slots(flats: &[Flat]) -> Vec<Slot<'_>> {
+    let n = flats.len();
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut slots: Vec<Slot> = Vec::new();
     for (m, flat) in flats.iter().enumerate() {
@@ -98,93 +130,97 @@ pub fn fleet(labels: &[&str], flats: &[Flat]) -> FleetReport {
             slots[i].values.push((m, f.value.as_str()));
         }
     }
-    // Which machines have each scope entity.
-    let mut scopes: HashMap<&str, Vec<bool>> = HashMap::new();
-    // Each reported fact with the indices of its outliers (labels need not be unique).
-    let mut by_fact: Vec<(FleetFact, Vec<usize>)> = Vec::new();
-    for slot in &slots {
-        let members: Option<&Vec<bool>> = match &slot.first.scope {
-            None => None,
-            Some(s) => Some(
-                scopes
-                    .entry(s.as_str())
-                    .or_insert_with(|| flats.iter().map(|f| f.entities.contains(s)).collect()),
-            ),
-        };
-        let compared = members.map_or(n, |m| m.iter().filter(|x| **x).count());
-        let in_set = |m: usize| members.is_none_or(|v| v[m]);
-        // Fast path: every compared machine holds the same value.
-        let present: Vec<(usize, &str)> = slot
-            .values
-            .iter()
-            .copied()
-            .filter(|(m, _)| in_set(*m))
-            .collect();
-        if present.len() == compared && present.windows(2).all(|w| w[0].1 == w[1].1) {
-            continue;
-        }
-        // Count values (None = absent), remembering the first machine holding each.
-        let mut counts: HashMap<Option<&str>, (usize, usize)> = HashMap::new();
-        for (m, v) in &present {
-            let e = counts.entry(Some(*v)).or_insert((0, *m));
-            e.0 += 1;
-        }
-        let absent = compared - present.len();
-        if absent > 0 {
-            let mut have = vec![false; n];
-            for (m, _) in &present {
-                have[*m] = true;
-            }
-            let first_absent = (0..n).find(|m| in_set(*m) && !have[*m]).unwrap_or(0);
-            counts.insert(None, (absent, first_absent));
-        }
-        let Some((majority, (majority_count, _))) = counts
-            .iter()
-            .max_by(|a, b| (a.1 .0).cmp(&b.1 .0).then((b.1 .1).cmp(&a.1 .1)))
-            .map(|(k, v)| (*k, *v))
-        else {
-            continue;
-        };
-        let mut value_of: Vec<Option<&str>> = vec![None; n];
-        for (m, v) in &present {
-            value_of[*m] = Some(v);
-        }
-        let idx: Vec<usize> = (0..n)
-            .filter(|m| in_set(*m) && value_of[*m] != majority)
-            .collect();
-        let outliers: Vec<Outlier> = idx
-            .iter()
-            .map(|&m| Outlier {
-                machine: labels[m].to_string(),
-                value: value_of[m].map(str::to_string),
-            })
-            .collect();
-        let f = slot.first;
-        let ff = FleetFact {
-            rank: if f.verdict {
-                Rank::Verdict
-            } else if f.ml {
-                Rank::Ml
-            } else {
-                Rank::Other
-            },
-            section: f.section,
-            fact: f.key.clone(),
-            majority: majority.map(str::to_string),
-            majority_count,
-            compared,
-            outliers,
-            note: f.note.clone(),
-        };
-        by_fact.push((ff, idx));
+    slots
+}
+
+/// The fact of `slot` with the indices of its outliers among the machines compared on it
+/// (`members`: those with its entity; all when None); None when they all agree.
+fn slot_outliers(
+    slot: &Slot,
+    members: Option<&[bool]>,
+    labels: &[&str],
+    n: usize,
+) -> Option<(FleetFact, Vec<usize>)> {
+    let compared = members.map_or(n, |m| m.iter().filter(|x| **x).count());
+    let in_set = |m: usize| members.is_none_or(|v| v[m]);
+    // Fast path: every compared machine holds the same value.
+    let present: Vec<(usize, &str)> = slot
+        .values
+        .iter()
+        .copied()
+        .filter(|(m, _)| in_set(*m))
+        .collect();
+    if present.len() == compared && present.windows(2).all(|w| w[0].1 == w[1].1) {
+        return None;
     }
-    by_fact.sort_by(|(x, _), (y, _)| {
-        (x.rank, x.section)
-            .cmp(&(y.rank, y.section))
-            .then_with(|| x.fact.cmp(&y.fact))
-    });
+    let (majority, majority_count) = majority_of(&present, compared, in_set, n)?;
+    let mut value_of: Vec<Option<&str>> = vec![None; n];
+    for (m, v) in &present {
+        value_of[*m] = Some(v);
+    }
+    let idx: Vec<usize> = (0..n)
+        .filter(|m| in_set(*m) && value_of[*m] != majority)
+        .collect();
+    let outliers: Vec<Outlier> = idx
+        .iter()
+        .map(|&m| Outlier {
+            machine: labels[m].to_string(),
+            value: value_of[m].map(str::to_string),
+        })
+        .collect();
+    let f = slot.first;
+    let ff = FleetFact {
+        rank: if f.verdict {
+            Rank::Verdict
+        } else if f.ml {
+            Rank::Ml
+        } else {
+            Rank::Other
+        },
+        section: f.section,
+        fact: f.key.clone(),
+        majority: majority.map(str::to_string),
+        majority_count,
+        compared,
+        outliers,
+        note: f.note.clone(),
+    };
+    Some((ff, idx))
+}
+
+/// The majority value (None = absent) among the `compared` machines and how many hold it; ties
+/// go to the value of the earliest machine.
+fn majority_of<'a>(
+    present: &[(usize, &'a str)],
+    compared: usize,
+    in_set: impl Fn(usize) -> bool,
+    n: usize,
+) -> Option<(Option<&'a str>, usize)> {
+    // Count values (None = absent), remembering the first machine holding each.
+    let mut counts: HashMap<Option<&str>, (usize, usize)> = HashMap::new();
+    for (m, v) in present {
+        let e = counts.entry(Some(*v)).or_insert((0, *m));
+        e.0 += 1;
+    }
+    let absent = compared - present.len();
+    if absent > 0 {
+        let mut have = vec![false; n];
+        for (m, _) in present {
+            have[*m] = true;
+        }
+        let first_absent = (0..n).find(|m| in_set(*m) && !have[*m]).unwrap_or(0);
+        counts.insert(None, (absent, first_absent));
+    }
+    counts
+        .iter()
+        .max_by(|a, b| (a.1 .0).cmp(&b.1 .0).then((b.1 .1).cmp(&a.1 .1)))
+        .map(|(k, v)| (*k, v.0))
+}
+
+/// Each machine that differs somewhere, with its differences in `by_fact`'s order.
+fn by_machine(by_fact: &[(FleetFact, Vec<usize>)], labels: &[&str], n: usize) -> Vec<FleetMachine> {
     let mut per_machine: Vec<Vec<MachineDifference>> = vec![Vec::new(); n];
-    for (ff, idx) in &by_fact {
+    for (ff, idx) in by_fact {
         for (o, &m) in ff.outliers.iter().zip(idx) {
             per_machine[m].push(MachineDifference {
                 rank: ff.rank,
@@ -194,8 +230,7 @@ pub fn fleet(labels: &[&str], flats: &[Flat]) -> FleetReport {
             });
         }
     }
-    let by_fact: Vec<FleetFact> = by_fact.into_iter().map(|(f, _)| f).collect();
-    let by_machine = per_machine
+    per_machine
         .into_iter()
         .enumerate()
         .filter(|(_, d)| !d.is_empty())
@@ -203,11 +238,7 @@ pub fn fleet(labels: &[&str], flats: &[Flat]) -> FleetReport {
             machine: labels[m].to_string(),
             differences,
         })
-        .collect();
-    FleetReport {
-        by_fact,
-        by_machine,
-    }
+        .collect()
 }
 
 #[cfg(test)]

@@ -180,43 +180,18 @@ fn score(a: &Candidate, b: &Candidate) -> u32 {
     s
 }
 
+/// A group being built: the candidate it was founded with (widened by its members' roles), and
+/// for each machine the index of its member there.
+type Group<'a> = (Candidate<'a>, Vec<Option<usize>>);
+
 /// Cluster the interpreters of `snaps` (in order) into cross-machine groups.
 pub fn match_interpreters(snaps: &[&Snapshot]) -> Matching {
     // Each group keeps the candidate it was founded with, widened by its members' roles.
-    let mut groups: Vec<(Candidate, Vec<Option<usize>>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     let n = snaps.len();
     for (m, snap) in snaps.iter().enumerate() {
-        let cands: Vec<Candidate> = roles(snap)
-            .into_iter()
-            .zip(&snap.pythons)
-            .map(|(roles, py)| Candidate {
-                roles,
-                path: &py.path,
-                kind: py.kind,
-                version: py.version.as_deref(),
-            })
-            .collect();
-        let mut pairs: Vec<(u32, usize, usize)> = Vec::new();
-        for (gi, (g, _)) in groups.iter().enumerate() {
-            for (pi, c) in cands.iter().enumerate() {
-                let s = score(g, c);
-                if s > 0 {
-                    pairs.push((s, gi, pi));
-                }
-            }
-        }
-        pairs.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
-        let mut used_g = HashSet::new();
-        let mut used_p = vec![false; cands.len()];
-        let mut assigned: Vec<Option<usize>> = vec![None; cands.len()];
-        for (_, gi, pi) in pairs {
-            if used_g.contains(&gi) || used_p[pi] {
-                continue;
-            }
-            used_g.insert(gi);
-            used_p[pi] = true;
-            assigned[pi] = Some(gi);
-        }
+        let cands = candidates(snap);
+        let assigned = assign(&groups, &cands);
         for (pi, c) in cands.into_iter().enumerate() {
             match assigned[pi] {
                 Some(gi) => {
@@ -234,7 +209,53 @@ pub fn match_interpreters(snaps: &[&Snapshot]) -> Matching {
             }
         }
     }
-    // Labels: the founder's best role (highest weight, then name), else its home-less path.
+    label_groups(snaps, &groups)
+}
+
+/// The interpreters of `snap` with their roles, path, kind and version.
+fn candidates(snap: &Snapshot) -> Vec<Candidate<'_>> {
+    roles(snap)
+        .into_iter()
+        .zip(&snap.pythons)
+        .map(|(roles, py)| Candidate {
+            roles,
+            path: &py.path,
+            kind: py.kind,
+            version: py.version.as_deref(),
+        })
+        .collect()
+}
+
+/// For each candidate, the group it joins: pairs taken greedily, best score first, each group
+/// and each candidate at most once.
+fn assign(groups: &[Group], cands: &[Candidate]) -> Vec<Option<usize>> {
+    let mut pairs: Vec<(u32, usize, usize)> = Vec::new();
+    for (gi, (g, _)) in groups.iter().enumerate() {
+        for (pi, c) in cands.iter().enumerate() {
+            let s = score(g, c);
+            if s > 0 {
+                pairs.push((s, gi, pi));
+            }
+        }
+    }
+    pairs.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
+    let mut used_g = HashSet::new();
+    let mut used_p = vec![false; cands.len()];
+    let mut assigned: Vec<Option<usize>> = vec![None; cands.len()];
+    for (_, gi, pi) in pairs {
+        if used_g.contains(&gi) || used_p[pi] {
+            continue;
+        }
+        used_g.insert(gi);
+        used_p[pi] = true;
+        assigned[pi] = Some(gi);
+    }
+    assigned
+}
+
+/// Labels: the founder's best role (highest weight, then name), else its home-less path; a
+/// label taken before gets `#2`, `#3`, ...
+fn label_groups(snaps: &[&Snapshot], groups: &[Group]) -> Matching {
     let mut taken: HashMap<String, usize> = HashMap::new();
     let mut out = Matching {
         labels: snaps
@@ -243,7 +264,7 @@ pub fn match_interpreters(snaps: &[&Snapshot]) -> Matching {
             .collect(),
         groups: Vec::new(),
     };
-    for (g, members) in &groups {
+    for (g, members) in groups {
         let mut roles: Vec<(&String, &u32)> = g.roles.iter().collect();
         roles.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         let base = roles

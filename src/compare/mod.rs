@@ -515,16 +515,7 @@ pub fn compare(
         only: &only,
     };
     let flats = flatten_all(snaps, &matching.labels, &vs, &fo);
-    let machines = snaps
-        .iter()
-        .map(|(label, s)| MachineRef {
-            label: label.clone(),
-            hostname: s.host.hostname.clone(),
-            collected_at: s.collected_at.clone(),
-            schema_version: s.schema_version,
-            envdoctor_version: s.envdoctor_version.clone(),
-        })
-        .collect();
+    let machines = machine_refs(snaps);
     let unmatched = matching
         .groups
         .iter()
@@ -550,40 +541,64 @@ pub fn compare(
         },
     };
     if snaps.len() == 2 {
-        let changes = pair_diff(&flats[0], &flats[1]);
-        let s = &mut report.summary;
-        s.differences = changes.len();
-        for c in &changes {
-            match c.rank {
-                Rank::Verdict => s.verdicts += 1,
-                Rank::Ml => s.ml += 1,
-                Rank::Other => s.other += 1,
-            }
-            match c.change {
-                ChangeKind::New => s.new_findings += 1,
-                ChangeKind::Fixed => s.fixed_findings += 1,
-                _ => {}
-            }
-        }
-        s.drift = !changes.is_empty();
-        report.changes = changes;
+        add_pair_changes(&mut report, &flats[0], &flats[1]);
     } else {
-        let labels: Vec<&str> = snaps.iter().map(|(l, _)| l.as_str()).collect();
-        let f = fleet::fleet(&labels, &flats);
-        let s = &mut report.summary;
-        s.differences = f.by_fact.len();
-        for ff in &f.by_fact {
-            match ff.rank {
-                Rank::Verdict => s.verdicts += 1,
-                Rank::Ml => s.ml += 1,
-                Rank::Other => s.other += 1,
-            }
-        }
-        s.drift = !f.by_fact.is_empty();
-        report.mode = Mode::Fleet;
-        report.fleet = Some(f);
+        add_fleet(&mut report, snaps, &flats);
     }
     Ok(report)
+}
+
+/// Who each snapshot is: label, host, when and by which envdoctor it was taken.
+fn machine_refs(snaps: &[(String, Snapshot)]) -> Vec<MachineRef> {
+    snaps
+        .iter()
+        .map(|(label, s)| MachineRef {
+            label: label.clone(),
+            hostname: s.host.hostname.clone(),
+            collected_at: s.collected_at.clone(),
+            schema_version: s.schema_version,
+            envdoctor_version: s.envdoctor_version.clone(),
+        })
+        .collect()
+}
+
+/// A pair: the ranked changes from `a` to `b` into `report`, counted in its summary.
+fn add_pair_changes(report: &mut CompareReport, a: &Flat, b: &Flat) {
+    let changes = pair_diff(a, b);
+    let s = &mut report.summary;
+    s.differences = changes.len();
+    for c in &changes {
+        match c.rank {
+            Rank::Verdict => s.verdicts += 1,
+            Rank::Ml => s.ml += 1,
+            Rank::Other => s.other += 1,
+        }
+        match c.change {
+            ChangeKind::New => s.new_findings += 1,
+            ChangeKind::Fixed => s.fixed_findings += 1,
+            _ => {}
+        }
+    }
+    s.drift = !changes.is_empty();
+    report.changes = changes;
+}
+
+/// A fleet: the fleet report of `flats` into `report`, counted in its summary.
+fn add_fleet(report: &mut CompareReport, snaps: &[(String, Snapshot)], flats: &[Flat]) {
+    let labels: Vec<&str> = snaps.iter().map(|(l, _)| l.as_str()).collect();
+    let f = fleet::fleet(&labels, flats);
+    let s = &mut report.summary;
+    s.differences = f.by_fact.len();
+    for ff in &f.by_fact {
+        match ff.rank {
+            Rank::Verdict => s.verdicts += 1,
+            Rank::Ml => s.ml += 1,
+            Rank::Other => s.other += 1,
+        }
+    }
+    s.drift = !f.by_fact.is_empty();
+    report.mode = Mode::Fleet;
+    report.fleet = Some(f);
 }
 
 /// Read one snapshot file; every error names the file and what is wrong with it.
@@ -710,41 +725,43 @@ mod tests {
         s
     }
 
+    /// A stand-in for the rule engine: one rule fires everywhere, one when torch is 2.3 or
+    /// later (on the interpreter), one when it is older (on the machine).
+    fn torch_rules(s: &Snapshot) -> Vec<Verdict> {
+        let torch = s.pythons[0].package("torch").map(|p| p.version.clone());
+        let mut v = vec![Verdict {
+            rule_id: "always".into(),
+            severity: "info".into(),
+            title: "fires everywhere".into(),
+            message: format!("same rule, other numbers: {}", s.pythons[0].path),
+            subject: None,
+        }];
+        if torch.is_some_and(|t| t.starts_with("2.3")) {
+            v.push(Verdict {
+                rule_id: "torch-cu121-driver".into(),
+                severity: "error".into(),
+                title: "torch built for CUDA 12.1 needs driver >= 530".into(),
+                message: format!("torch in {} needs a newer driver", s.pythons[0].path),
+                subject: Some(format!("pythons[{}]", s.pythons[0].path)),
+            });
+        } else {
+            v.push(Verdict {
+                rule_id: "old-torch".into(),
+                severity: "warning".into(),
+                title: "old torch".into(),
+                message: "torch < 2.3".into(),
+                subject: None,
+            });
+        }
+        v
+    }
+
     #[test]
     fn verdict_hook_ranks_new_findings_first() {
         let a = machine("/home/alice", "2.1.0+cu118", false);
         let b = machine("/home/bob", "2.3.1+cu121", true);
-        // A closure standing in for the rule engine: fires when torch is 2.3 or later.
-        let rules = |s: &Snapshot| -> Vec<Verdict> {
-            let torch = s.pythons[0].package("torch").map(|p| p.version.clone());
-            let mut v = vec![Verdict {
-                rule_id: "always".into(),
-                severity: "info".into(),
-                title: "fires everywhere".into(),
-                message: format!("same rule, other numbers: {}", s.pythons[0].path),
-                subject: None,
-            }];
-            if torch.is_some_and(|t| t.starts_with("2.3")) {
-                v.push(Verdict {
-                    rule_id: "torch-cu121-driver".into(),
-                    severity: "error".into(),
-                    title: "torch built for CUDA 12.1 needs driver >= 530".into(),
-                    message: format!("torch in {} needs a newer driver", s.pythons[0].path),
-                    subject: Some(format!("pythons[{}]", s.pythons[0].path)),
-                });
-            } else {
-                v.push(Verdict {
-                    rule_id: "old-torch".into(),
-                    severity: "warning".into(),
-                    title: "old torch".into(),
-                    message: "torch < 2.3".into(),
-                    subject: None,
-                });
-            }
-            v
-        };
         let snaps = vec![("a".to_string(), a), ("b".to_string(), b)];
-        let r = compare(&snaps, &CompareOptions::default(), Some(&rules)).unwrap();
+        let r = compare(&snaps, &CompareOptions::default(), Some(&torch_rules)).unwrap();
         let kinds: Vec<(Rank, ChangeKind, &str)> = r
             .changes
             .iter()

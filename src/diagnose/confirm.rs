@@ -79,124 +79,164 @@ fn how_to_get(section: &str) -> &'static str {
 pub fn confirm(rule: &Rule, root: &Value, names: &[String], sites: &[String]) -> Outcome {
     let index = eval::Index::default();
     let hits = eval::run_rule(rule, root, &rule.params, &index);
-    // Not confirmed: facts the fix names are shown as `<path>`.
-    let unrendered = || {
-        rule.fix
-            .render(&|p| Some(Value::String(format!("<{}>", p.text))))
-    };
-    let targets: Vec<String> = match rule.scope {
+    let targets = log_targets(rule, root, names, sites);
+    if let Some(out) = confirmed_for_targets(rule, &hits, &targets) {
+        return out;
+    }
+    if let Some(out) = held_for_another(rule, root, &hits, &targets) {
+        return out;
+    }
+    if let Some(out) = lacking_subjects(rule, root, &targets) {
+        return out;
+    }
+    // A scoped rule is judged on the subjects the log names.
+    let narrowed = narrow_to_targets(rule, root, &targets);
+    let root = narrowed.as_ref().unwrap_or(root);
+    let (evidence, absent) = probe_failing_part(rule, root, &index);
+    if let Some(out) = missing_facts(rule, &evidence, &absent) {
+        return out;
+    }
+    contradicted(rule, evidence, &absent)
+}
+
+/// The fix with the facts it names shown as `<path>` (for a rule not confirmed).
+fn unrendered(rule: &Rule) -> String {
+    rule.fix
+        .render(&|p| Some(Value::String(format!("<{}>", p.text))))
+}
+
+/// The subjects the log binds: the sonames it names for library rules, the interpreters that
+/// ran its traceback's sites for interpreter rules, none otherwise.
+fn log_targets(rule: &Rule, root: &Value, names: &[String], sites: &[String]) -> Vec<String> {
+    match rule.scope {
         Scope::Library => names.to_vec(),
         Scope::Interpreter => interpreters_that_ran(root, sites),
         _ => Vec::new(),
-    };
+    }
+}
+
+/// Whether `root`'s `libraries` hold one whose soname is among `targets`.
+fn libraries_name_one(libs: Option<&Value>, targets: &[String]) -> bool {
+    libs.and_then(Value::as_array).is_some_and(|libs| {
+        libs.iter().any(|l| {
+            l.get("soname")
+                .and_then(Value::as_str)
+                .is_some_and(|s| targets.iter().any(|n| n == s))
+        })
+    })
+}
+
+/// Confirmed: the first hit for a subject the log names (any hit when it names none).
+fn confirmed_for_targets(rule: &Rule, hits: &[eval::Hit], targets: &[String]) -> Option<Outcome> {
     let bind = !targets.is_empty();
     let is_target = |subject: &str| match rule.scope {
         Scope::Interpreter => targets.iter().any(|p| subject == format!("pythons[{p}]")),
         _ => targets.iter().any(|n| subject.contains(n.as_str())),
     };
-    let names = &targets;
-    let bound: Vec<&eval::Hit> = hits
+    let h = hits
         .iter()
-        .filter(|h| !bind || h.subject.as_deref().is_some_and(is_target))
-        .collect();
-    if let Some(h) = bound.first() {
-        return Outcome {
-            verdict: Verdict::Confirmed,
-            subject: h.subject.clone(),
-            message: h.message.clone(),
-            evidence: h.evidence.clone(),
-            missing: Vec::new(),
-            fix: h.fix.clone(),
-        };
+        .find(|h| !bind || h.subject.as_deref().is_some_and(is_target))?;
+    Some(Outcome {
+        verdict: Verdict::Confirmed,
+        subject: h.subject.clone(),
+        message: h.message.clone(),
+        evidence: h.evidence.clone(),
+        missing: Vec::new(),
+        fix: h.fix.clone(),
+    })
+}
+
+/// Ruled out: the rule holds here, but for another subject than the one the log names (unless
+/// the log names a library the facts do not hold: that cannot be judged here).
+fn held_for_another(
+    rule: &Rule,
+    root: &Value,
+    hits: &[eval::Hit],
+    targets: &[String],
+) -> Option<Outcome> {
+    let bind = !targets.is_empty();
+    let named_here =
+        rule.scope != Scope::Library || !bind || libraries_name_one(root.get("libraries"), targets);
+    let h = hits.first().filter(|_| named_here)?;
+    Some(Outcome {
+        verdict: Verdict::RuledOut,
+        subject: h.subject.clone(),
+        message: format!(
+            "the log names {}; on these facts the rule holds only for {}",
+            targets.join(", "),
+            hits.iter()
+                .filter_map(|h| h.subject.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        evidence: h.evidence.clone(),
+        missing: Vec::new(),
+        fix: unrendered(rule),
+    })
+}
+
+/// Plausible: the rule does not hold for lack of subjects (its section is empty, or holds none
+/// of the libraries the log names).
+fn lacking_subjects(rule: &Rule, root: &Value, targets: &[String]) -> Option<Outcome> {
+    let (section, _) = rule.scope.binding()?;
+    let bind = !targets.is_empty();
+    let empty = root
+        .get(section)
+        .and_then(Value::as_array)
+        .is_none_or(|a| a.is_empty());
+    let unnamed = bind
+        && rule.scope == Scope::Library
+        && root.get(section).and_then(Value::as_array).is_some()
+        && !libraries_name_one(root.get(section), targets);
+    if !(empty || unnamed) {
+        return None;
     }
-    // The log names a library the facts do not hold: cannot be judged here.
-    let named_here = rule.scope != Scope::Library
-        || !bind
-        || root
-            .get("libraries")
-            .and_then(Value::as_array)
-            .is_some_and(|libs| {
-                libs.iter().any(|l| {
-                    l.get("soname")
-                        .and_then(Value::as_str)
-                        .is_some_and(|s| names.iter().any(|n| n == s))
-                })
-            });
-    if let Some(h) = hits.first().filter(|_| named_here) {
-        // It holds here, but for another subject than the one the log names.
-        return Outcome {
-            verdict: Verdict::RuledOut,
-            subject: h.subject.clone(),
-            message: format!(
-                "the log names {}; on these facts the rule holds only for {}",
-                names.join(", "),
-                hits.iter()
-                    .filter_map(|h| h.subject.clone())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            evidence: h.evidence.clone(),
-            missing: Vec::new(),
-            fix: unrendered(),
-        };
-    }
-    // Not holding: for lack of subjects?
-    if let Some((section, _)) = rule.scope.binding() {
-        let empty = root
-            .get(section)
-            .and_then(Value::as_array)
-            .is_none_or(|a| a.is_empty());
-        let unnamed = bind
-            && rule.scope == Scope::Library
-            && root
-                .get(section)
-                .and_then(Value::as_array)
-                .is_some_and(|libs| {
-                    !libs.iter().any(|l| {
-                        l.get("soname")
-                            .and_then(Value::as_str)
-                            .is_some_and(|s| names.iter().any(|n| n == s))
-                    })
-                });
-        if empty || unnamed {
-            let fact = if unnamed {
-                format!("{section}[{}]", names.join(", "))
-            } else {
-                format!("{section}[]")
-            };
-            return Outcome {
-                verdict: Verdict::Plausible,
-                subject: None,
-                message: format!("cannot be checked: {fact} is not among the facts"),
-                evidence: Vec::new(),
-                missing: vec![MissingFact {
-                    fact,
-                    how: how_to_get(section).into(),
-                }],
-                fix: unrendered(),
-            };
-        }
-    }
-    // A scoped rule is judged on the subjects the log names.
-    let narrowed;
-    let root = if bind {
-        let mut r = root.clone();
-        let (section, key) = match rule.scope {
-            Scope::Interpreter => ("pythons", "path"),
-            _ => ("libraries", "soname"),
-        };
-        if let Some(Value::Array(items)) = r.get_mut(section) {
-            items.retain(|l| {
-                l.get(key)
-                    .and_then(Value::as_str)
-                    .is_some_and(|s| names.iter().any(|n| n == s))
-            });
-        }
-        narrowed = r;
-        &narrowed
+    let fact = if unnamed {
+        format!("{section}[{}]", targets.join(", "))
     } else {
-        root
+        format!("{section}[]")
     };
+    Some(Outcome {
+        verdict: Verdict::Plausible,
+        subject: None,
+        message: format!("cannot be checked: {fact} is not among the facts"),
+        evidence: Vec::new(),
+        missing: vec![MissingFact {
+            fact,
+            how: how_to_get(section).into(),
+        }],
+        fix: unrendered(rule),
+    })
+}
+
+/// `root` with its scoped section narrowed to the subjects the log names; None when it names
+/// none.
+fn narrow_to_targets(rule: &Rule, root: &Value, targets: &[String]) -> Option<Value> {
+    if targets.is_empty() {
+        return None;
+    }
+    let mut r = root.clone();
+    let (section, key) = match rule.scope {
+        Scope::Interpreter => ("pythons", "path"),
+        _ => ("libraries", "soname"),
+    };
+    if let Some(Value::Array(items)) = r.get_mut(section) {
+        items.retain(|l| {
+            l.get(key)
+                .and_then(Value::as_str)
+                .is_some_and(|s| targets.iter().any(|n| n == s))
+        });
+    }
+    Some(r)
+}
+
+/// Each fact test of the failing part re-run as an `exists` probe: the facts found (small
+/// values only) and the facts absent, each deduplicated.
+fn probe_failing_part<'a>(
+    rule: &Rule,
+    root: &'a Value,
+    index: &eval::Index<'a>,
+) -> (Vec<Evidence>, Vec<String>) {
     let culprit = failing_part(rule, root);
     // The subject exists (checked above), so a fact under it that is absent was probed and is
     // empty: that absence is itself the contradicting fact.
@@ -208,7 +248,7 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String], sites: &[String]) ->
             when: probe,
             ..rule.clone()
         };
-        let found = eval::run_rule(&sub, root, &rule.params, &index);
+        let found = eval::run_rule(&sub, root, &rule.params, index);
         match found.into_iter().find(|h| !h.evidence.is_empty()) {
             Some(h) => evidence.extend(h.evidence.into_iter().filter(|e| !is_big(&e.value))),
             None if subject_var
@@ -225,32 +265,42 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String], sites: &[String]) ->
     }
     dedup(&mut evidence);
     absent.dedup();
+    (evidence, absent)
+}
+
+/// Plausible: no fact contradicts it and facts outside `env` are absent; names them.
+fn missing_facts(rule: &Rule, evidence: &[Evidence], absent: &[String]) -> Option<Outcome> {
     let decisive_absent = absent.iter().any(|f| !f.starts_with("env."));
-    if evidence.is_empty() && decisive_absent {
-        let missing: Vec<MissingFact> = absent
-            .iter()
-            .filter(|f| !f.starts_with("env."))
-            .map(|f| MissingFact {
-                fact: f.clone(),
-                how: how_to_get(section_of(rule, f)).into(),
-            })
-            .collect();
-        return Outcome {
-            verdict: Verdict::Plausible,
-            subject: None,
-            message: format!(
-                "cannot be checked: {} not among the facts",
-                missing
-                    .iter()
-                    .map(|m| m.fact.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            evidence: Vec::new(),
-            missing,
-            fix: unrendered(),
-        };
+    if !(evidence.is_empty() && decisive_absent) {
+        return None;
     }
+    let missing: Vec<MissingFact> = absent
+        .iter()
+        .filter(|f| !f.starts_with("env."))
+        .map(|f| MissingFact {
+            fact: f.clone(),
+            how: how_to_get(section_of(rule, f)).into(),
+        })
+        .collect();
+    Some(Outcome {
+        verdict: Verdict::Plausible,
+        subject: None,
+        message: format!(
+            "cannot be checked: {} not among the facts",
+            missing
+                .iter()
+                .map(|m| m.fact.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        evidence: Vec::new(),
+        missing,
+        fix: unrendered(rule),
+    })
+}
+
+/// Ruled out: the facts contradict it; shows up to three of them and two absent ones.
+fn contradicted(rule: &Rule, evidence: Vec<Evidence>, absent: &[String]) -> Outcome {
     let shown: Vec<String> = evidence
         .iter()
         .take(3)
@@ -263,7 +313,7 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String], sites: &[String]) ->
         message: format!("the facts contradict it: {}", shown.join("; ")),
         evidence,
         missing: Vec::new(),
-        fix: unrendered(),
+        fix: unrendered(rule),
     }
 }
 

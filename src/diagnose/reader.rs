@@ -77,23 +77,11 @@ pub fn for_each_candidate<R: Read>(
         }
         st.bytes += n as u64;
         keep_tail(&mut st.tail, data);
-        let mut start = 0;
         // The line that began in an earlier chunk.
-        if !carry.is_empty() || cut {
-            let Some(nl) = memchr::memchr(b'\n', data) else {
-                push_capped(&mut carry, data, &mut cut);
-                continue;
-            };
-            push_capped(&mut carry, &data[..nl], &mut cut);
-            st.lines += 1;
-            if cut {
-                st.long_lines += 1;
-            }
-            emit(st.lines, &carry, &mut st, &mut scratch, &mut f);
-            carry.clear();
-            cut = false;
-            start = nl + 1;
-        }
+        let Some(start) = finish_carried(data, &mut carry, &mut cut, &mut st, &mut scratch, &mut f)
+        else {
+            continue;
+        };
         let end = memchr::memrchr(b'\n', &data[start..]).map_or(start, |i| start + i + 1);
         let block = &data[start..end];
         let utf8 = std::str::from_utf8(block).is_ok();
@@ -105,30 +93,8 @@ pub fn for_each_candidate<R: Read>(
             block
         };
         match screen {
-            Some(re) if utf8 => {
-                let mut pos = 0;
-                while pos < block.len() {
-                    let Some(m) = re.find_at(block, pos) else {
-                        st.lines += count_lines(&block[pos..]);
-                        break;
-                    };
-                    let at = m.start().min(block.len() - 1);
-                    let ls = memchr::memrchr(b'\n', &block[pos..at]).map_or(pos, |i| pos + i + 1);
-                    st.lines += count_lines(&block[pos..ls]);
-                    let le = memchr::memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i);
-                    st.lines += 1;
-                    emit(st.lines, &block[ls..le], &mut st, &mut scratch, &mut f);
-                    pos = le + 1;
-                }
-            }
-            _ => {
-                let mut s = 0;
-                for nl in memchr::memchr_iter(b'\n', block) {
-                    st.lines += 1;
-                    emit(st.lines, &block[s..nl], &mut st, &mut scratch, &mut f);
-                    s = nl + 1;
-                }
-            }
+            Some(re) if utf8 => emit_matching_lines(re, block, &mut st, &mut scratch, &mut f),
+            _ => emit_lines(block, &mut st, &mut scratch, &mut f),
         }
         push_capped(&mut carry, &data[end..], &mut cut);
     }
@@ -140,6 +106,70 @@ pub fn for_each_candidate<R: Read>(
         emit(st.lines, &carry, &mut st, &mut scratch, &mut f);
     }
     Ok(st)
+}
+
+/// The line carried over from an earlier chunk (if any), completed by `data` up to its first
+/// newline and emitted. Where the rest of `data` starts; None when `data` holds no newline (all
+/// of it is carried on).
+fn finish_carried(
+    data: &[u8],
+    carry: &mut Vec<u8>,
+    cut: &mut bool,
+    st: &mut Stats,
+    scratch: &mut Vec<u8>,
+    f: &mut impl FnMut(u64, &[u8]),
+) -> Option<usize> {
+    if carry.is_empty() && !*cut {
+        return Some(0);
+    }
+    let Some(nl) = memchr::memchr(b'\n', data) else {
+        push_capped(carry, data, cut);
+        return None;
+    };
+    push_capped(carry, &data[..nl], cut);
+    st.lines += 1;
+    if *cut {
+        st.long_lines += 1;
+    }
+    emit(st.lines, carry, st, scratch, f);
+    carry.clear();
+    *cut = false;
+    Some(nl + 1)
+}
+
+/// Emits the lines of `block` (complete lines, UTF-8) that hold a match of `re`, counting the
+/// others.
+fn emit_matching_lines(
+    re: &Regex,
+    block: &[u8],
+    st: &mut Stats,
+    scratch: &mut Vec<u8>,
+    f: &mut impl FnMut(u64, &[u8]),
+) {
+    let mut pos = 0;
+    while pos < block.len() {
+        let Some(m) = re.find_at(block, pos) else {
+            st.lines += count_lines(&block[pos..]);
+            break;
+        };
+        let at = m.start().min(block.len() - 1);
+        let ls = memchr::memrchr(b'\n', &block[pos..at]).map_or(pos, |i| pos + i + 1);
+        st.lines += count_lines(&block[pos..ls]);
+        let le = memchr::memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i);
+        st.lines += 1;
+        emit(st.lines, &block[ls..le], st, scratch, f);
+        pos = le + 1;
+    }
+}
+
+/// Emits every line of `block` (complete lines).
+fn emit_lines(block: &[u8], st: &mut Stats, scratch: &mut Vec<u8>, f: &mut impl FnMut(u64, &[u8])) {
+    let mut s = 0;
+    for nl in memchr::memchr_iter(b'\n', block) {
+        st.lines += 1;
+        emit(st.lines, &block[s..nl], st, scratch, f);
+        s = nl + 1;
+    }
 }
 
 fn count_lines(s: &[u8]) -> u64 {

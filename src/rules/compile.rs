@@ -395,83 +395,16 @@ impl<'a> Compiler<'a> {
                 format!("rule id `{id}` is not kebab-case (lower-case words joined by '-')"),
             );
         }
-        let mut ctx = RuleCtx {
-            vars: Vec::new(),
-            all_vars: Vec::new(),
-            params: raw.params.clone(),
-        };
-        if let Some((section, var)) = raw.scope.binding() {
-            let list = self
-                .walker
-                .field(self.walker.top(), section)
-                .unwrap_or(None);
-            let elem = self.walker.items(list).unwrap_or(None);
-            ctx.vars.push((var.to_string(), elem));
-            ctx.all_vars.push((var.to_string(), elem));
-        }
+        let mut ctx = self.rule_ctx(&raw);
         let when = self.compile_cond(&raw.when, &mut ctx, &id);
         let message = self.compile_template(&raw.message, &ctx, &id, "message");
         let fix = self.compile_template(&raw.fix, &ctx, &id, "fix");
-        for s in &raw.symptoms {
-            let (re, spec) = s.value.parts();
-            if let Err(e) = Regex::new(re) {
-                self.err(
-                    s.referenced,
-                    format!("rule `{id}`: symptom is not a valid regex: {e}"),
-                );
-            }
-            if !(1..=3).contains(&spec) {
-                self.err(
-                    s.referenced,
-                    format!("rule `{id}`: symptom specificity must be 1, 2 or 3, not {spec}"),
-                );
-            }
-        }
-        let mut tests = Vec::new();
-        for t in raw.tests {
-            let tloc = t.referenced;
-            let t = t.value;
-            if !t.facts.is_null() && !t.facts.is_object() {
-                self.err(
-                    tloc,
-                    format!("rule `{id}`, test `{}`: facts must be a map", t.name),
-                );
-            } else if let Err(e) = self
-                .walker
-                .check_value(self.walker.top(), &t.facts, "facts")
-            {
-                self.err(tloc, format!("rule `{id}`, test `{}`: {e}", t.name));
-            }
-            for k in t.params.keys() {
-                if !ctx.params.contains_key(k) {
-                    self.err(
-                        tloc,
-                        format!("rule `{id}`, test `{}`: unknown parameter `{k}`", t.name),
-                    );
-                }
-            }
-            if t.message_contains.is_some() && t.expect == Expect::Quiet {
-                self.err(
-                    tloc,
-                    format!(
-                        "rule `{id}`, test `{}`: message_contains needs expect: fire",
-                        t.name
-                    ),
-                );
-            }
-            tests.push(RuleTest {
-                name: t.name,
-                facts: if t.facts.is_null() {
-                    Value::Object(Default::default())
-                } else {
-                    t.facts
-                },
-                expect: t.expect,
-                message_contains: t.message_contains,
-                params: t.params,
-                line: tloc.line(),
-            });
-        }
+        self.check_symptoms(&raw.symptoms, &id);
+        let tests: Vec<RuleTest> = raw
+            .tests
+            .into_iter()
+            .map(|t| self.compile_inline_test(t, &ctx, &id))
+            .collect();
         if self.errors.len() > before {
             return None;
         }
@@ -500,6 +433,97 @@ impl<'a> Compiler<'a> {
                 source,
             },
         })
+    }
+
+    /// The rule's context to start with: its parameters, and the variable its scope binds (with
+    /// the schema node of its section's elements).
+    fn rule_ctx(&self, raw: &RawRule) -> RuleCtx {
+        let mut ctx = RuleCtx {
+            vars: Vec::new(),
+            all_vars: Vec::new(),
+            params: raw.params.clone(),
+        };
+        if let Some((section, var)) = raw.scope.binding() {
+            let list = self
+                .walker
+                .field(self.walker.top(), section)
+                .unwrap_or(None);
+            let elem = self.walker.items(list).unwrap_or(None);
+            ctx.vars.push((var.to_string(), elem));
+            ctx.all_vars.push((var.to_string(), elem));
+        }
+        ctx
+    }
+
+    /// Checks each symptom: a valid regex, specificity 1 to 3.
+    fn check_symptoms(&mut self, symptoms: &[Spanned<model::RawSymptom>], id: &str) {
+        for s in symptoms {
+            let (re, spec) = s.value.parts();
+            if let Err(e) = Regex::new(re) {
+                self.err(
+                    s.referenced,
+                    format!("rule `{id}`: symptom is not a valid regex: {e}"),
+                );
+            }
+            if !(1..=3).contains(&spec) {
+                self.err(
+                    s.referenced,
+                    format!("rule `{id}`: symptom specificity must be 1, 2 or 3, not {spec}"),
+                );
+            }
+        }
+    }
+
+    /// One inline test, checked: facts a map the schema knows, parameters declared,
+    /// message_contains only with expect: fire.
+    fn compile_inline_test(
+        &mut self,
+        t: Spanned<model::RawTest>,
+        ctx: &RuleCtx,
+        id: &str,
+    ) -> RuleTest {
+        let tloc = t.referenced;
+        let t = t.value;
+        if !t.facts.is_null() && !t.facts.is_object() {
+            self.err(
+                tloc,
+                format!("rule `{id}`, test `{}`: facts must be a map", t.name),
+            );
+        } else if let Err(e) = self
+            .walker
+            .check_value(self.walker.top(), &t.facts, "facts")
+        {
+            self.err(tloc, format!("rule `{id}`, test `{}`: {e}", t.name));
+        }
+        for k in t.params.keys() {
+            if !ctx.params.contains_key(k) {
+                self.err(
+                    tloc,
+                    format!("rule `{id}`, test `{}`: unknown parameter `{k}`", t.name),
+                );
+            }
+        }
+        if t.message_contains.is_some() && t.expect == Expect::Quiet {
+            self.err(
+                tloc,
+                format!(
+                    "rule `{id}`, test `{}`: message_contains needs expect: fire",
+                    t.name
+                ),
+            );
+        }
+        RuleTest {
+            name: t.name,
+            facts: if t.facts.is_null() {
+                Value::Object(Default::default())
+            } else {
+                t.facts
+            },
+            expect: t.expect,
+            message_contains: t.message_contains,
+            params: t.params,
+            line: tloc.line(),
+        }
     }
 
     fn compile_template(
@@ -707,6 +731,40 @@ impl<'a> Compiler<'a> {
         id: &str,
     ) -> Option<Cond> {
         let text = c.fact.as_deref().unwrap_or_default();
+        let fact = self.test_fact(text, loc, ctx, id)?;
+        let mut ops: Vec<Op> = Vec::new();
+        if let Some(b) = c.exists {
+            ops.push(Op::Exists(b));
+        }
+        if let Some(b) = c.empty {
+            ops.push(Op::Empty(b));
+        }
+        let mut bad = self.operand_ops(c, loc, ctx, id, &mut ops);
+        bad |= self.pattern_ops(c, loc, id, &mut ops);
+        if bad {
+            return None;
+        }
+        if ops.len() != 1 {
+            self.err(
+                loc,
+                format!(
+                    "rule `{id}`: a test on `{text}` needs exactly one operator (exists, equals, \
+                     not_equals, in, not_in, lt, lte, gt, gte, pep440, matches, contains, empty); \
+                     found {}",
+                    ops.len()
+                ),
+            );
+            return None;
+        }
+        Some(Cond::Test {
+            fact,
+            cast: c.cast,
+            op: ops.pop()?,
+        })
+    }
+
+    /// The fact a test reads, parsed and checked against the schema and the variables in scope.
+    fn test_fact(&mut self, text: &str, loc: Location, ctx: &RuleCtx, id: &str) -> Option<Path> {
         let fact = match Path::parse(text) {
             Ok(p) => p,
             Err(e) => {
@@ -718,42 +776,56 @@ impl<'a> Compiler<'a> {
             self.err(loc, format!("rule `{id}`: {e}"));
             return None;
         }
-        let mut ops: Vec<Op> = Vec::new();
-        let mut bad = false;
-        let operand = |this: &mut Self, o: &RawOperand| -> Option<Operand> {
-            match o {
-                RawOperand::Lit(v) => Some(Operand::Lit(v.clone())),
-                RawOperand::Param(p) => {
-                    if ctx.params.contains_key(&p.param) {
-                        Some(Operand::Param(p.param.clone()))
-                    } else {
-                        this.err(
-                            loc,
-                            format!(
-                                "rule `{id}`: unknown parameter `{}` (declare it under params:)",
-                                p.param
-                            ),
-                        );
-                        None
-                    }
+        Some(fact)
+    }
+
+    /// One operand: a literal, a declared parameter, or a fact path that checks.
+    fn compile_operand(
+        &mut self,
+        o: &RawOperand,
+        loc: Location,
+        ctx: &RuleCtx,
+        id: &str,
+    ) -> Option<Operand> {
+        match o {
+            RawOperand::Lit(v) => Some(Operand::Lit(v.clone())),
+            RawOperand::Param(p) => {
+                if ctx.params.contains_key(&p.param) {
+                    Some(Operand::Param(p.param.clone()))
+                } else {
+                    self.err(
+                        loc,
+                        format!(
+                            "rule `{id}`: unknown parameter `{}` (declare it under params:)",
+                            p.param
+                        ),
+                    );
+                    None
                 }
-                RawOperand::Fact(f) => match Path::parse(&f.fact)
-                    .and_then(|p| this.check_path(&p, ctx, false).map(|_| p))
-                {
-                    Ok(p) => Some(Operand::Fact(p)),
-                    Err(e) => {
-                        this.err(loc, format!("rule `{id}`: {e}"));
-                        None
-                    }
-                },
             }
-        };
-        if let Some(b) = c.exists {
-            ops.push(Op::Exists(b));
+            RawOperand::Fact(f) => match Path::parse(&f.fact)
+                .and_then(|p| self.check_path(&p, ctx, false).map(|_| p))
+            {
+                Ok(p) => Some(Operand::Fact(p)),
+                Err(e) => {
+                    self.err(loc, format!("rule `{id}`: {e}"));
+                    None
+                }
+            },
         }
-        if let Some(b) = c.empty {
-            ops.push(Op::Empty(b));
-        }
+    }
+
+    /// The operators with operands (equals ... contains, in, not_in) pushed onto `ops`; whether
+    /// an operand was bad.
+    fn operand_ops(
+        &mut self,
+        c: &RawCond,
+        loc: Location,
+        ctx: &RuleCtx,
+        id: &str,
+        ops: &mut Vec<Op>,
+    ) -> bool {
+        let mut bad = false;
         let singles: [(&Option<RawOperand>, MakeOp); 7] = [
             (&c.equals, Op::Equals),
             (&c.not_equals, Op::NotEquals),
@@ -765,7 +837,7 @@ impl<'a> Compiler<'a> {
         ];
         for (raw, make) in singles {
             if let Some(o) = raw {
-                match operand(self, o) {
+                match self.compile_operand(o, loc, ctx, id) {
                     Some(o) => ops.push(make(o)),
                     None => bad = true,
                 }
@@ -773,8 +845,10 @@ impl<'a> Compiler<'a> {
         }
         for (raw, negate) in [(&c.in_, false), (&c.not_in, true)] {
             if let Some(list) = raw {
-                let compiled: Option<Vec<Operand>> =
-                    list.iter().map(|o| operand(self, o)).collect();
+                let compiled: Option<Vec<Operand>> = list
+                    .iter()
+                    .map(|o| self.compile_operand(o, loc, ctx, id))
+                    .collect();
                 match compiled {
                     Some(l) if negate => ops.push(Op::NotIn(l)),
                     Some(l) => ops.push(Op::In(l)),
@@ -782,6 +856,12 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
+        bad
+    }
+
+    /// The pattern operators (pep440, matches) pushed onto `ops`; whether a pattern was bad.
+    fn pattern_ops(&mut self, c: &RawCond, loc: Location, id: &str, ops: &mut Vec<Op>) -> bool {
+        let mut bad = false;
         if let Some(spec) = &c.pep440 {
             match VersionSpecifiers::from_str(spec) {
                 Ok(s) => ops.push(Op::Pep440(s, spec.clone())),
@@ -803,26 +883,7 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        if bad {
-            return None;
-        }
-        if ops.len() != 1 {
-            self.err(
-                loc,
-                format!(
-                    "rule `{id}`: a test on `{text}` needs exactly one operator (exists, equals, \
-                     not_equals, in, not_in, lt, lte, gt, gte, pep440, matches, contains, empty); \
-                     found {}",
-                    ops.len()
-                ),
-            );
-            return None;
-        }
-        Some(Cond::Test {
-            fact,
-            cast: c.cast,
-            op: ops.pop()?,
-        })
+        bad
     }
 }
 

@@ -606,22 +606,7 @@ impl<'a> Eval<'a, '_> {
     fn test(&mut self, fact: &Path, cast: Option<super::model::Cast>, op: &Op) -> bool {
         let raw = self.resolve_value(fact);
         if self.trace.is_some() {
-            // The fact tested, and any fact it is compared with.
-            let mut looked = vec![Evidence {
-                path: self.label_of(fact),
-                value: raw.cloned().unwrap_or(Value::Null),
-            }];
-            for o in op.operands() {
-                if let Operand::Fact(p) = o {
-                    looked.push(Evidence {
-                        path: self.label_of(p),
-                        value: self.resolve_value(p).cloned().unwrap_or(Value::Null),
-                    });
-                }
-            }
-            if let Some(t) = self.trace.as_mut() {
-                t.extend(looked);
-            }
+            self.trace_test(fact, raw, op);
         }
         let cast_value;
         let value = match cast {
@@ -631,7 +616,36 @@ impl<'a> Eval<'a, '_> {
                 cast_value.as_ref()
             }
         };
-        let ok = match (op, value) {
+        let ok = self.holds(op, value);
+        if ok {
+            // Evidence (labels, clones) only for tests that held.
+            self.push_test_evidence(fact, raw, op);
+        }
+        ok
+    }
+
+    /// Traces the fact tested (`raw`, as read), and any fact it is compared with.
+    fn trace_test(&mut self, fact: &Path, raw: Option<&Value>, op: &Op) {
+        let mut looked = vec![Evidence {
+            path: self.label_of(fact),
+            value: raw.cloned().unwrap_or(Value::Null),
+        }];
+        for o in op.operands() {
+            if let Operand::Fact(p) = o {
+                looked.push(Evidence {
+                    path: self.label_of(p),
+                    value: self.resolve_value(p).cloned().unwrap_or(Value::Null),
+                });
+            }
+        }
+        if let Some(t) = self.trace.as_mut() {
+            t.extend(looked);
+        }
+    }
+
+    /// Whether `op` holds for `value` (the fact, cast; None when absent).
+    fn holds(&self, op: &Op, value: Option<&Value>) -> bool {
+        match (op, value) {
             (Op::Exists(want), v) => v.is_some() == *want,
             (Op::Empty(want), v) => is_empty(v) == *want,
             (_, None) => false,
@@ -667,29 +681,30 @@ impl<'a> Eval<'a, '_> {
                 Value::String(s) => as_text(r).is_some_and(|t| s.contains(t.as_str())),
                 _ => false,
             }),
+        }
+    }
+
+    /// Evidence of a test that held: the fact tested (`raw`, as read) and any fact it was
+    /// compared with, by their labels.
+    fn push_test_evidence(&mut self, fact: &Path, raw: Option<&Value>, op: &Op) {
+        let path = match self.resolve(fact) {
+            Some((_, l)) => l,
+            None => self.label_of(fact),
         };
-        if ok {
-            // Evidence (labels, clones) only for tests that held.
-            let path = match self.resolve(fact) {
-                Some((_, l)) => l,
-                None => self.label_of(fact),
-            };
-            self.evidence.push(Evidence {
-                path,
-                value: raw.cloned().unwrap_or(Value::Null),
-            });
-            for o in op.operands() {
-                if let Operand::Fact(p) = o {
-                    if let Some((v, label)) = self.resolve(p) {
-                        self.evidence.push(Evidence {
-                            path: label,
-                            value: v.clone(),
-                        });
-                    }
+        self.evidence.push(Evidence {
+            path,
+            value: raw.cloned().unwrap_or(Value::Null),
+        });
+        for o in op.operands() {
+            if let Operand::Fact(p) = o {
+                if let Some((v, label)) = self.resolve(p) {
+                    self.evidence.push(Evidence {
+                        path: label,
+                        value: v.clone(),
+                    });
                 }
             }
         }
-        ok
     }
 }
 
