@@ -84,195 +84,72 @@ fn is_location(s: &str) -> bool {
 
 /// Scan one pickle starting at `buf[0]`, up to its STOP opcode.
 pub fn scan(buf: &[u8]) -> Result<Scan, String> {
-    let mut out = Scan::default();
-    let mut stack: Vec<Item> = Vec::new();
-    let mut memo: HashMap<u64, String> = HashMap::new();
-    let mut memo_next = 0u64;
-    let mut pos = 0usize;
-    let push_str = |stack: &mut Vec<Item>, count: &mut u64, b: &[u8]| {
-        *count += 1;
-        stack.push(Item::Str(String::from_utf8_lossy(b).into_owned()));
+    let mut s = Scanner {
+        buf,
+        pos: 0,
+        stack: Vec::new(),
+        memo: HashMap::new(),
+        memo_next: 0,
+        out: Scan::default(),
     };
     loop {
-        if stack.len() > 64 {
+        if s.stack.len() > 64 {
             // Only the top few items matter; keep memory flat on deep pickles.
-            stack.drain(..32);
+            s.stack.drain(..32);
         }
-        let Some(&op) = buf.get(pos) else {
-            return Err(format!("pickle truncated at byte {pos} (no STOP opcode)"));
+        let Some(&op) = buf.get(s.pos) else {
+            return Err(format!(
+                "pickle truncated at byte {} (no STOP opcode)",
+                s.pos
+            ));
         };
-        let at = pos;
-        pos += 1;
+        let at = s.pos;
+        s.pos += 1;
         match op {
             b'.' => {
-                out.end = pos;
-                return Ok(out);
+                s.out.end = s.pos;
+                return Ok(s.out);
             }
-            0x80 => out.protocol = Some(take(buf, &mut pos, 1)?[0]),
+            0x80 => s.out.protocol = Some(s.take(1)?[0]),
             0x95 => {
-                take(buf, &mut pos, 8)?;
+                s.take(8)?;
             }
             // GLOBAL and INST: two newline-terminated lines.
-            b'c' | b'i' => {
-                let module = String::from_utf8_lossy(line(buf, &mut pos)?).into_owned();
-                let name = String::from_utf8_lossy(line(buf, &mut pos)?).into_owned();
-                out.globals.insert(format!("{module}.{name}"));
-                stack.push(Item::Other);
-            }
-            0x93 => {
-                out.stack_global = true;
-                let name = stack.pop();
-                let module = stack.pop();
-                match (module, name) {
-                    (Some(Item::Str(m)), Some(Item::Str(n))) => {
-                        out.globals.insert(format!("{m}.{n}"));
-                    }
-                    _ => {
-                        out.globals.insert("<unresolved STACK_GLOBAL>".into());
-                    }
-                }
-                stack.push(Item::Other);
-            }
+            b'c' | b'i' => s.global()?,
+            0x93 => s.stack_global(),
             // Strings.
-            b'X' => {
-                let n = le(take(buf, &mut pos, 4)?);
-                push_str(&mut stack, &mut out.strings, take(buf, &mut pos, n)?);
-            }
-            0x8c => {
-                let n = u64::from(take(buf, &mut pos, 1)?[0]);
-                push_str(&mut stack, &mut out.strings, take(buf, &mut pos, n)?);
-            }
-            0x8d => {
-                let n = le(take(buf, &mut pos, 8)?);
-                push_str(&mut stack, &mut out.strings, take(buf, &mut pos, n)?);
-            }
-            b'U' => {
-                let n = u64::from(take(buf, &mut pos, 1)?[0]);
-                push_str(&mut stack, &mut out.strings, take(buf, &mut pos, n)?);
-            }
-            b'T' => {
-                let n = le(take(buf, &mut pos, 4)?);
-                push_str(&mut stack, &mut out.strings, take(buf, &mut pos, n)?);
-            }
-            b'V' | b'S' => {
-                let l = line(buf, &mut pos)?;
-                let l = l
-                    .strip_prefix(b"'")
-                    .and_then(|x| x.strip_suffix(b"'"))
-                    .unwrap_or(l);
-                push_str(&mut stack, &mut out.strings, l);
-            }
+            b'X' | b'T' => s.sized_string(4)?,
+            0x8c | b'U' => s.sized_string(1)?,
+            0x8d => s.sized_string(8)?,
+            b'V' | b'S' => s.line_string()?,
             // Bytes and other length-prefixed data.
-            b'B' | 0x8b => {
-                let n = le(take(buf, &mut pos, 4)?);
-                take(buf, &mut pos, n)?;
-                stack.push(Item::Other);
-            }
-            b'C' => {
-                let n = u64::from(take(buf, &mut pos, 1)?[0]);
-                take(buf, &mut pos, n)?;
-                stack.push(Item::Other);
-            }
-            0x8a => {
-                let n = u64::from(take(buf, &mut pos, 1)?[0]);
-                let bytes = take(buf, &mut pos, n)?;
-                if out.first_long.is_none() && bytes.len() <= 16 {
-                    let mut v = 0u128;
-                    for (i, b) in bytes.iter().enumerate() {
-                        v |= u128::from(*b) << (8 * i);
-                    }
-                    out.first_long = Some(v);
-                }
-                stack.push(Item::Other);
-            }
-            0x8e | 0x96 => {
-                let n = le(take(buf, &mut pos, 8)?);
-                take(buf, &mut pos, n)?;
-                stack.push(Item::Other);
-            }
+            b'B' | 0x8b => s.sized_data(4)?,
+            b'C' => s.sized_data(1)?,
+            0x8a => s.long1()?,
+            0x8e | 0x96 => s.sized_data(8)?,
             // Memo.
-            0x94 => {
-                if let (Some(Item::Str(s)), true) = (stack.last(), memo.len() < MAX_MEMO) {
-                    memo.insert(memo_next, s.clone());
-                }
-                memo_next += 1;
-            }
+            0x94 => s.memoize(),
             b'q' | b'r' | b'p' => {
-                let idx = match op {
-                    b'q' => u64::from(take(buf, &mut pos, 1)?[0]),
-                    b'r' => le(take(buf, &mut pos, 4)?),
-                    _ => String::from_utf8_lossy(line(buf, &mut pos)?)
-                        .trim()
-                        .parse()
-                        .unwrap_or(u64::MAX),
-                };
-                if let (Some(Item::Str(s)), true) = (stack.last(), memo.len() < MAX_MEMO) {
-                    memo.insert(idx, s.clone());
-                }
+                let idx = s.memo_index(op)?;
+                s.memo_put(idx);
             }
             b'h' | b'j' | b'g' => {
-                let idx = match op {
-                    b'h' => u64::from(take(buf, &mut pos, 1)?[0]),
-                    b'j' => le(take(buf, &mut pos, 4)?),
-                    _ => String::from_utf8_lossy(line(buf, &mut pos)?)
-                        .trim()
-                        .parse()
-                        .unwrap_or(u64::MAX),
-                };
-                stack.push(match memo.get(&idx) {
-                    Some(s) => Item::Str(s.clone()),
-                    None => Item::Other,
-                });
+                let idx = s.memo_index(op)?;
+                s.memo_get(idx);
             }
             // Persistent ids: torch's storage tuples ('storage', type, key, location, size).
-            b'Q' | b'P' => {
-                if op == b'P' {
-                    line(buf, &mut pos)?;
-                }
-                let recent: Vec<&str> = stack
-                    .iter()
-                    .rev()
-                    .take(8)
-                    .filter_map(|i| match i {
-                        Item::Str(s) => Some(s.as_str()),
-                        Item::Other => None,
-                    })
-                    .collect();
-                if let Some(loc) = recent.iter().find(|s| is_location(s)) {
-                    out.locations.insert((*loc).to_string());
-                }
-                stack.push(Item::Other);
-            }
+            b'Q' | b'P' => s.persistent_id(op)?,
             // Fixed-size arguments.
-            b'J' => {
-                take(buf, &mut pos, 4)?;
-                stack.push(Item::Other);
-            }
-            b'K' | 0x82 => {
-                take(buf, &mut pos, 1)?;
-                stack.push(Item::Other);
-            }
-            b'M' | 0x83 => {
-                take(buf, &mut pos, 2)?;
-                stack.push(Item::Other);
-            }
-            0x84 => {
-                take(buf, &mut pos, 4)?;
-                stack.push(Item::Other);
-            }
-            b'G' => {
-                take(buf, &mut pos, 8)?;
-                stack.push(Item::Other);
-            }
-            b'I' | b'L' | b'F' => {
-                line(buf, &mut pos)?;
-                stack.push(Item::Other);
-            }
+            b'J' | 0x84 => s.skip(4)?,
+            b'K' | 0x82 => s.skip(1)?,
+            b'M' | 0x83 => s.skip(2)?,
+            b'G' => s.skip(8)?,
+            b'I' | b'L' | b'F' => s.skip_line()?,
             // No arguments.
             b'(' | b')' | b']' | b'}' | b'N' | 0x88 | 0x89 | 0x8f | 0x85 | 0x86 | 0x87 | b't'
             | b'l' | b'd' | b'R' | 0x81 | 0x92 | b'o' | b'b' | b'a' | b'e' | b's' | b'u' | 0x90
             | 0x91 | b'0' | b'1' | b'2' | 0x97 | 0x98 => {
-                stack.push(Item::Other);
+                s.stack.push(Item::Other);
             }
             other => {
                 return Err(format!(
@@ -280,6 +157,179 @@ pub fn scan(buf: &[u8]) -> Result<Scan, String> {
                 ))
             }
         }
+    }
+}
+
+/// The opcode scan under way: the pickle, the read position, the top of the stack, the
+/// memoized strings and what was found so far.
+struct Scanner<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    stack: Vec<Item>,
+    memo: HashMap<u64, String>,
+    memo_next: u64,
+    out: Scan,
+}
+
+impl<'a> Scanner<'a> {
+    /// The next `n` bytes of argument.
+    fn take(&mut self, n: u64) -> Result<&'a [u8], String> {
+        take(self.buf, &mut self.pos, n)
+    }
+
+    /// The next newline-terminated argument, without its newline.
+    fn line(&mut self) -> Result<&'a [u8], String> {
+        line(self.buf, &mut self.pos)
+    }
+
+    /// A little-endian length or index argument `width` bytes wide.
+    fn sized(&mut self, width: u64) -> Result<u64, String> {
+        Ok(le(self.take(width)?))
+    }
+
+    /// Push a string literal (and count it).
+    fn push_str(&mut self, b: &[u8]) {
+        self.out.strings += 1;
+        self.stack
+            .push(Item::Str(String::from_utf8_lossy(b).into_owned()));
+    }
+
+    /// GLOBAL / INST: `module` and `name` lines.
+    fn global(&mut self) -> Result<(), String> {
+        let module = String::from_utf8_lossy(self.line()?).into_owned();
+        let name = String::from_utf8_lossy(self.line()?).into_owned();
+        self.out.globals.insert(format!("{module}.{name}"));
+        self.stack.push(Item::Other);
+        Ok(())
+    }
+
+    /// STACK_GLOBAL: module and name are the two strings on top of the stack, when known.
+    fn stack_global(&mut self) {
+        self.out.stack_global = true;
+        let name = self.stack.pop();
+        let module = self.stack.pop();
+        match (module, name) {
+            (Some(Item::Str(m)), Some(Item::Str(n))) => {
+                self.out.globals.insert(format!("{m}.{n}"));
+            }
+            _ => {
+                self.out.globals.insert("<unresolved STACK_GLOBAL>".into());
+            }
+        }
+        self.stack.push(Item::Other);
+    }
+
+    /// A string whose length is a `width`-byte argument.
+    fn sized_string(&mut self, width: u64) -> Result<(), String> {
+        let n = self.sized(width)?;
+        let b = self.take(n)?;
+        self.push_str(b);
+        Ok(())
+    }
+
+    /// A string on one line (quotes of the protocol 0 `STRING` removed).
+    fn line_string(&mut self) -> Result<(), String> {
+        let l = self.line()?;
+        let l = l
+            .strip_prefix(b"'")
+            .and_then(|x| x.strip_suffix(b"'"))
+            .unwrap_or(l);
+        self.push_str(l);
+        Ok(())
+    }
+
+    /// Bytes (or other data) whose length is a `width`-byte argument: skipped.
+    fn sized_data(&mut self, width: u64) -> Result<(), String> {
+        let n = self.sized(width)?;
+        self.take(n)?;
+        self.stack.push(Item::Other);
+        Ok(())
+    }
+
+    /// LONG1: the first one (up to 16 bytes) is remembered.
+    fn long1(&mut self) -> Result<(), String> {
+        let n = self.sized(1)?;
+        let bytes = self.take(n)?;
+        if self.out.first_long.is_none() && bytes.len() <= 16 {
+            let mut v = 0u128;
+            for (i, b) in bytes.iter().enumerate() {
+                v |= u128::from(*b) << (8 * i);
+            }
+            self.out.first_long = Some(v);
+        }
+        self.stack.push(Item::Other);
+        Ok(())
+    }
+
+    /// MEMOIZE: the top of the stack under the next memo index.
+    fn memoize(&mut self) {
+        if let (Some(Item::Str(s)), true) = (self.stack.last(), self.memo.len() < MAX_MEMO) {
+            self.memo.insert(self.memo_next, s.clone());
+        }
+        self.memo_next += 1;
+    }
+
+    /// The memo index argument of PUT / GET (`q`/`h` one byte, `r`/`j` four, `p`/`g` a line).
+    fn memo_index(&mut self, op: u8) -> Result<u64, String> {
+        Ok(match op {
+            b'q' | b'h' => u64::from(self.take(1)?[0]),
+            b'r' | b'j' => self.sized(4)?,
+            _ => String::from_utf8_lossy(self.line()?)
+                .trim()
+                .parse()
+                .unwrap_or(u64::MAX),
+        })
+    }
+
+    /// PUT: the top of the stack under memo index `idx`.
+    fn memo_put(&mut self, idx: u64) {
+        if let (Some(Item::Str(s)), true) = (self.stack.last(), self.memo.len() < MAX_MEMO) {
+            self.memo.insert(idx, s.clone());
+        }
+    }
+
+    /// GET: push what memo index `idx` holds.
+    fn memo_get(&mut self, idx: u64) {
+        self.stack.push(match self.memo.get(&idx) {
+            Some(s) => Item::Str(s.clone()),
+            None => Item::Other,
+        });
+    }
+
+    /// PERSID / BINPERSID: a storage location among the recent strings is recorded.
+    fn persistent_id(&mut self, op: u8) -> Result<(), String> {
+        if op == b'P' {
+            self.line()?;
+        }
+        let recent: Vec<&str> = self
+            .stack
+            .iter()
+            .rev()
+            .take(8)
+            .filter_map(|i| match i {
+                Item::Str(s) => Some(s.as_str()),
+                Item::Other => None,
+            })
+            .collect();
+        if let Some(loc) = recent.iter().find(|s| is_location(s)) {
+            self.out.locations.insert((*loc).to_string());
+        }
+        self.stack.push(Item::Other);
+        Ok(())
+    }
+
+    /// An opcode with an `n`-byte argument that does not matter.
+    fn skip(&mut self, n: u64) -> Result<(), String> {
+        self.take(n)?;
+        self.stack.push(Item::Other);
+        Ok(())
+    }
+
+    /// An opcode with a line argument that does not matter.
+    fn skip_line(&mut self) -> Result<(), String> {
+        self.line()?;
+        self.stack.push(Item::Other);
+        Ok(())
     }
 }
 

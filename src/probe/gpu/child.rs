@@ -224,6 +224,7 @@ fn loaded_library(requested: &OsStr) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Every fact NVML gives about device `index`, an error line for each call that failed.
 fn device(nvml: &Nvml, index: u32) -> RawDevice {
     let mut d = RawDevice {
         index,
@@ -264,15 +265,8 @@ fn device(nvml: &Nvml, index: u32) -> RawDevice {
         errs,
     )
     .map(|u| u.gpu);
-    d.compute_mode = opt(dev.compute_mode(), "nvmlDeviceGetComputeMode", errs).map(|m| {
-        match m {
-            ComputeMode::Default => "default",
-            ComputeMode::ExclusiveThread => "exclusive-thread",
-            ComputeMode::Prohibited => "prohibited",
-            ComputeMode::ExclusiveProcess => "exclusive-process",
-        }
-        .to_string()
-    });
+    d.compute_mode = opt(dev.compute_mode(), "nvmlDeviceGetComputeMode", errs)
+        .map(|m| compute_mode_name(m).to_string());
     d.mig_enabled = opt(dev.mig_mode(), "nvmlDeviceGetMigMode", errs).map(|m| m.current == 1);
     d.persistence_mode = opt(
         dev.is_in_persistent_mode(),
@@ -280,59 +274,85 @@ fn device(nvml: &Nvml, index: u32) -> RawDevice {
         errs,
     );
     if d.mig_enabled == Some(true) {
-        let max = opt(
-            dev.mig_device_count(),
-            "nvmlDeviceGetMaxMigDeviceCount",
-            errs,
-        )
-        .unwrap_or(0);
-        for i in 0..max {
-            // Unpopulated slots answer NOT_FOUND: not an error.
-            match dev.mig_device_by_index(i) {
-                Ok(mig) => {
-                    if let Some(u) = opt(mig.uuid(), "nvmlDeviceGetUUID (MIG)", errs) {
-                        d.mig_devices.push(u);
-                    }
-                }
-                Err(NvmlError::NotFound) | Err(NvmlError::NotSupported) => {}
-                Err(e) => errs.push(format!("nvmlDeviceGetMigDeviceHandleByIndex({i}): {e}")),
-            }
-        }
+        d.mig_devices = mig_devices(&dev, errs);
     }
     for kind in ["compute", "graphics"] {
-        let current = if kind == "compute" {
-            dev.running_compute_processes()
-        } else {
-            dev.running_graphics_processes()
-        };
-        let list = match current {
-            Ok(list) => Ok(list
-                .into_iter()
-                .map(|p| RawProcess {
-                    pid: p.pid,
-                    kind: kind.to_string(),
-                    used_bytes: match p.used_gpu_memory {
-                        UsedGpuMemory::Used(b) => Some(b),
-                        UsedGpuMemory::Unavailable => None,
-                    },
-                })
-                .collect()),
-            // Drivers before R510 have only the _v2 lists.
-            Err(NvmlError::FailedToLoadSymbol(_)) => legacy::processes(nvml, &dev, kind),
-            Err(e) => Err(e),
-        };
-        let call = format!(
-            "nvmlDevice{}RunningProcesses",
-            if kind == "compute" {
-                "GetCompute"
-            } else {
-                "GetGraphics"
-            }
-        );
-        d.processes
-            .extend(opt(list, &call, errs).unwrap_or_default());
+        d.processes.extend(processes(nvml, &dev, kind, errs));
     }
     d
+}
+
+/// The snapshot's name of a compute mode.
+fn compute_mode_name(m: ComputeMode) -> &'static str {
+    match m {
+        ComputeMode::Default => "default",
+        ComputeMode::ExclusiveThread => "exclusive-thread",
+        ComputeMode::Prohibited => "prohibited",
+        ComputeMode::ExclusiveProcess => "exclusive-process",
+    }
+}
+
+/// The UUIDs of the populated MIG slots of `dev`.
+fn mig_devices(dev: &nvml_wrapper::Device<'_>, errs: &mut Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let max = opt(
+        dev.mig_device_count(),
+        "nvmlDeviceGetMaxMigDeviceCount",
+        errs,
+    )
+    .unwrap_or(0);
+    for i in 0..max {
+        // Unpopulated slots answer NOT_FOUND: not an error.
+        match dev.mig_device_by_index(i) {
+            Ok(mig) => {
+                if let Some(u) = opt(mig.uuid(), "nvmlDeviceGetUUID (MIG)", errs) {
+                    out.push(u);
+                }
+            }
+            Err(NvmlError::NotFound) | Err(NvmlError::NotSupported) => {}
+            Err(e) => errs.push(format!("nvmlDeviceGetMigDeviceHandleByIndex({i}): {e}")),
+        }
+    }
+    out
+}
+
+/// The processes of `kind` (`compute` or `graphics`) running on `dev`.
+fn processes(
+    nvml: &Nvml,
+    dev: &nvml_wrapper::Device<'_>,
+    kind: &str,
+    errs: &mut Vec<String>,
+) -> Vec<RawProcess> {
+    let current = if kind == "compute" {
+        dev.running_compute_processes()
+    } else {
+        dev.running_graphics_processes()
+    };
+    let list = match current {
+        Ok(list) => Ok(list
+            .into_iter()
+            .map(|p| RawProcess {
+                pid: p.pid,
+                kind: kind.to_string(),
+                used_bytes: match p.used_gpu_memory {
+                    UsedGpuMemory::Used(b) => Some(b),
+                    UsedGpuMemory::Unavailable => None,
+                },
+            })
+            .collect()),
+        // Drivers before R510 have only the _v2 lists.
+        Err(NvmlError::FailedToLoadSymbol(_)) => legacy::processes(nvml, dev, kind),
+        Err(e) => Err(e),
+    };
+    let call = format!(
+        "nvmlDevice{}RunningProcesses",
+        if kind == "compute" {
+            "GetCompute"
+        } else {
+            "GetGraphics"
+        }
+    );
+    opt(list, &call, errs).unwrap_or_default()
 }
 
 /// The pre-R510 entry points nvml-wrapper does not call: `nvmlDeviceGetMemoryInfo` (v1) and

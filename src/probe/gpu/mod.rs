@@ -283,13 +283,65 @@ pub fn assemble(ctx: &Context, run: ChildRun) -> (Nvml, Vec<Gpu>, Vec<ProbeError
         status: "error".into(),
         ..Default::default()
     };
-    let mut raw_devices: Vec<RawDevice> = Vec::new();
-    let mut said_hello = false;
-    let mut device_count = None;
-    let mut done = false;
-    for e in run.events {
+    let seen = fold_events(run.events, &mut nvml, &mut errors);
+    if nvml.library.is_none() {
+        nvml.library = Some(
+            ctx.opts
+                .nvml_lib
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| child::DEFAULT_LIBRARY.to_string()),
+        );
+    }
+    explain_ending(ctx, &run.ending, &run.stderr, &seen, &mut nvml, &mut errors);
+    if run.bad_lines > 0 {
+        errors.push(ProbeError::new(
+            "gpu",
+            format!("{} unreadable lines from the NVML child", run.bad_lines),
+        ));
+    }
+    if nvml.status == "version-mismatch" {
+        name_kernel_module(ctx, &mut nvml);
+    }
+    if nvml.status == "ok" && seen.device_count == Some(0) {
+        nvml.status = "no-device".into();
+        nvml.reason = Some("NVML works but lists no GPU".into());
+    }
+
+    let viewer = procs::Viewer::read(ctx.root());
+    let mut gpus = Vec::new();
+    for d in seen.raw_devices {
+        for e in &d.errors {
+            errors.push(ProbeError::new("gpu", format!("GPU {}: {e}", d.index)));
+        }
+        gpus.push(to_gpu(ctx, &viewer, d));
+    }
+    // Only a complete device list can say which entries match nothing.
+    if seen.device_count == Some(gpus.len() as u32) {
+        map_visible(ctx, &mut gpus, &mut nvml);
+    }
+    (nvml, gpus, errors)
+}
+
+/// What the child's events said beyond the `nvml` section itself.
+struct Seen {
+    raw_devices: Vec<RawDevice>,
+    said_hello: bool,
+    device_count: Option<u32>,
+    done: bool,
+}
+
+/// Fold the child's events into `nvml` (and the system query's errors into `errors`).
+fn fold_events(events: Vec<Event>, nvml: &mut Nvml, errors: &mut Vec<ProbeError>) -> Seen {
+    let mut seen = Seen {
+        raw_devices: Vec::new(),
+        said_hello: false,
+        device_count: None,
+        done: false,
+    };
+    for e in events {
         match e {
-            Event::Hello { .. } => said_hello = true,
+            Event::Hello { .. } => seen.said_hello = true,
             Event::InitFailed { status, message } => {
                 nvml.status = status;
                 nvml.reason = Some(message);
@@ -307,33 +359,38 @@ pub fn assemble(ctx: &Context, run: ChildRun) -> (Nvml, Vec<Gpu>, Vec<ProbeError
                 nvml.driver_version = driver_version;
                 nvml.cuda_driver_version = cuda_driver_version;
                 nvml.nvml_version = nvml_version;
-                device_count = Some(n);
+                seen.device_count = Some(n);
                 errors.extend(errs.into_iter().map(|m| ProbeError::new("gpu", m)));
             }
-            Event::Device(d) => raw_devices.push(d),
-            Event::Done => done = true,
+            Event::Device(d) => seen.raw_devices.push(d),
+            Event::Done => seen.done = true,
         }
     }
-    if nvml.library.is_none() {
-        nvml.library = Some(
-            ctx.opts
-                .nvml_lib
-                .as_deref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| child::DEFAULT_LIBRARY.to_string()),
-        );
-    }
+    seen
+}
+
+/// Status and reason for a child that could not start, timed out, crashed or exited without
+/// an answer.
+fn explain_ending(
+    ctx: &Context,
+    ending: &Ending,
+    stderr: &str,
+    seen: &Seen,
+    nvml: &mut Nvml,
+    errors: &mut Vec<ProbeError>,
+) {
     let failed = nvml.status != "ok";
-    match &run.ending {
+    let done = seen.done;
+    match ending {
         Ending::SpawnFailed(e) => {
             nvml.status = "error".into();
             nvml.reason = Some(format!("could not start the NVML child process: {e}"));
         }
         Ending::TimedOut if !done && nvml.reason.is_none() => {
             let secs = ctx.opts.deadline.as_secs_f64();
-            let where_ = match device_count {
+            let where_ = match seen.device_count {
                 None => "in nvmlInit_v2 or the first system queries".to_string(),
-                Some(n) => format!("after {} of {n} devices", raw_devices.len()),
+                Some(n) => format!("after {} of {n} devices", seen.raw_devices.len()),
             };
             nvml.status = "timeout".into();
             nvml.reason = Some(format!(
@@ -356,74 +413,56 @@ pub fn assemble(ctx: &Context, run: ChildRun) -> (Nvml, Vec<Gpu>, Vec<ProbeError
                 format!("NVML crashed (signal {sig})"),
             ));
         }
-        Ending::Exited(code) if !said_hello || (!done && failed && nvml.reason.is_none()) => {
+        Ending::Exited(code) if !seen.said_hello || (!done && failed && nvml.reason.is_none()) => {
             nvml.status = "error".into();
             nvml.reason = Some(format!(
                 "the NVML child process exited with status {code} without an answer: {}",
-                if run.stderr.is_empty() {
+                if stderr.is_empty() {
                     "no message"
                 } else {
-                    &run.stderr
+                    stderr
                 }
             ));
         }
         _ => {}
     }
-    if run.bad_lines > 0 {
-        errors.push(ProbeError::new(
-            "gpu",
-            format!("{} unreadable lines from the NVML child", run.bad_lines),
-        ));
-    }
-    if nvml.status == "version-mismatch" {
-        // Name the two versions when the kernel module tells its own.
-        if let Ok(text) = ctx
-            .root()
-            .read_to_string_lossy(Path::new("/proc/driver/nvidia/version"))
-        {
-            if let Some(k) = kernel_module_version(&text) {
-                if let Some(r) = nvml.reason.as_mut() {
-                    r.push_str(&format!("; the loaded kernel module is {k}"));
-                }
+}
+
+/// Name the two versions of a version mismatch when the kernel module tells its own.
+fn name_kernel_module(ctx: &Context, nvml: &mut Nvml) {
+    if let Ok(text) = ctx
+        .root()
+        .read_to_string_lossy(Path::new("/proc/driver/nvidia/version"))
+    {
+        if let Some(k) = kernel_module_version(&text) {
+            if let Some(r) = nvml.reason.as_mut() {
+                r.push_str(&format!("; the loaded kernel module is {k}"));
             }
         }
     }
-    if nvml.status == "ok" && device_count == Some(0) {
-        nvml.status = "no-device".into();
-        nvml.reason = Some("NVML works but lists no GPU".into());
-    }
+}
 
-    let viewer = procs::Viewer::read(ctx.root());
-    let mut gpus = Vec::new();
-    for d in raw_devices {
-        for e in &d.errors {
-            errors.push(ProbeError::new("gpu", format!("GPU {}: {e}", d.index)));
-        }
-        gpus.push(to_gpu(ctx, &viewer, d));
+/// Map `CUDA_VISIBLE_DEVICES` (in `CUDA_DEVICE_ORDER`) onto the complete device list.
+fn map_visible(ctx: &Context, gpus: &mut [Gpu], nvml: &mut Nvml) {
+    let ids: Vec<visible::DeviceId> = gpus
+        .iter()
+        .map(|g| visible::DeviceId {
+            index: g.index,
+            uuid: g.uuid.clone(),
+            name: g.name.clone(),
+            mig: g.mig_devices.clone(),
+        })
+        .collect();
+    let env = ctx.env();
+    let v = visible::map(
+        env.get_os("CUDA_VISIBLE_DEVICES"),
+        env.get("CUDA_DEVICE_ORDER"),
+        &ids,
+    );
+    for g in gpus.iter_mut() {
+        g.visible = v.visible.contains(&g.index);
     }
-    // Only a complete device list can say which entries match nothing.
-    if device_count == Some(gpus.len() as u32) {
-        let ids: Vec<visible::DeviceId> = gpus
-            .iter()
-            .map(|g| visible::DeviceId {
-                index: g.index,
-                uuid: g.uuid.clone(),
-                name: g.name.clone(),
-                mig: g.mig_devices.clone(),
-            })
-            .collect();
-        let env = ctx.env();
-        let v = visible::map(
-            env.get_os("CUDA_VISIBLE_DEVICES"),
-            env.get("CUDA_DEVICE_ORDER"),
-            &ids,
-        );
-        for g in &mut gpus {
-            g.visible = v.visible.contains(&g.index);
-        }
-        nvml.visible_devices = Some(v);
-    }
-    (nvml, gpus, errors)
+    nvml.visible_devices = Some(v);
 }
 
 /// `580.65.06` from `/proc/driver/nvidia/version`

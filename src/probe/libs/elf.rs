@@ -410,60 +410,15 @@ impl DynSymbols {
 /// Most dynamic symbols read (libtorch_cuda has ~200k).
 const MAX_SYMBOLS: u64 = 4_000_000;
 
+/// Read the facts (and, with `want_symbols`, the dynamic symbols) of the file behind `r`.
 fn read_from(
     r: &Reader<'_>,
     want_symbols: bool,
 ) -> Result<(ElfInfo, Option<DynSymbols>), ElfError> {
-    let path = r.path;
-    let not_elf = || ElfError::NotElf {
-        path: path.to_path_buf(),
-    };
-    if r.len < 16 {
-        return Err(not_elf());
-    }
-    let ident = r.bytes(0, 16, "the ELF identification")?;
-    if &ident[..SELFMAG] != ELFMAG {
-        return Err(not_elf());
-    }
-    let (is64, hsize) = match ident[EI_CLASS] {
-        ELFCLASS64 => (true, 64u64),
-        ELFCLASS32 => (false, 52u64),
-        c => return Err(r.malformed(format!("unknown ELF class {c}"))),
-    };
-    let hbytes = r.bytes(0, hsize, "the ELF header")?;
-    let header: Header =
-        goblin::elf::Elf::parse_header(&hbytes).map_err(|e| r.malformed(e.to_string()))?;
-    let le = match header.endianness() {
-        Ok(Endian::Little) => true,
-        Ok(Endian::Big) => false,
-        Err(e) => return Err(r.malformed(e.to_string())),
-    };
-    let ctx = Ctx::new(
-        if is64 {
-            Container::Big
-        } else {
-            Container::Little
-        },
-        if le { Endian::Little } else { Endian::Big },
-    );
-    let phentsize: u64 = if is64 { 56 } else { 32 };
-    let phnum = u64::from(header.e_phnum);
-    if header.e_phnum != 0 && u64::from(header.e_phentsize) != phentsize {
-        return Err(r.malformed(format!(
-            "program header entry size {} (expected {phentsize})",
-            header.e_phentsize
-        )));
-    }
-    let ph_bytes = r.bytes(
-        header.e_phoff,
-        phnum * phentsize,
-        "the program header table",
-    )?;
-    let phdrs = ProgramHeader::parse(&ph_bytes, 0, phnum as usize, ctx)
-        .map_err(|e| r.malformed(format!("program headers: {e}")))?;
-
+    let (header, is64, le) = read_header(r)?;
+    let phdrs = read_program_headers(r, &header, is64, le)?;
     let mut info = ElfInfo {
-        path: path.to_path_buf(),
+        path: r.path.to_path_buf(),
         class: if is64 {
             ElfClass::Elf64
         } else {
@@ -491,6 +446,97 @@ fn read_from(
         // A static executable or an object without dynamic section: nothing more to say.
         return Ok((info, None));
     };
+    let d = Dynamic {
+        entries: read_dynamic(r, dynamic, le, is64)?,
+        loads: phdrs.iter().filter(|p| p.p_type == PT_LOAD).collect(),
+        le,
+        is64,
+    };
+    let Some(strtab) = read_strtab(r, &d)? else {
+        return Ok((info, None));
+    };
+    let string = |idx: u64| -> Result<String, ElfError> {
+        usize::try_from(idx)
+            .ok()
+            .and_then(|i| cstr(&strtab, i))
+            .ok_or_else(|| r.malformed(format!("string offset {idx} outside the string table")))
+    };
+    read_dynamic_strings(&mut info, &d, &string)?;
+    let index = read_versions(r, &d, &string, &mut info)?;
+    if !want_symbols {
+        return Ok((info, None));
+    }
+    let syms = read_symbols(r, &d, &string, &index)?;
+    Ok((info, Some(syms)))
+}
+
+/// The ELF identification and header: the header, whether it is 64-bit, whether little endian.
+fn read_header(r: &Reader<'_>) -> Result<(Header, bool, bool), ElfError> {
+    let not_elf = || ElfError::NotElf {
+        path: r.path.to_path_buf(),
+    };
+    if r.len < 16 {
+        return Err(not_elf());
+    }
+    let ident = r.bytes(0, 16, "the ELF identification")?;
+    if &ident[..SELFMAG] != ELFMAG {
+        return Err(not_elf());
+    }
+    let (is64, hsize) = match ident[EI_CLASS] {
+        ELFCLASS64 => (true, 64u64),
+        ELFCLASS32 => (false, 52u64),
+        c => return Err(r.malformed(format!("unknown ELF class {c}"))),
+    };
+    let hbytes = r.bytes(0, hsize, "the ELF header")?;
+    let header: Header =
+        goblin::elf::Elf::parse_header(&hbytes).map_err(|e| r.malformed(e.to_string()))?;
+    let le = match header.endianness() {
+        Ok(Endian::Little) => true,
+        Ok(Endian::Big) => false,
+        Err(e) => return Err(r.malformed(e.to_string())),
+    };
+    Ok((header, is64, le))
+}
+
+/// The program header table, its entry size checked.
+fn read_program_headers(
+    r: &Reader<'_>,
+    header: &Header,
+    is64: bool,
+    le: bool,
+) -> Result<Vec<ProgramHeader>, ElfError> {
+    let ctx = Ctx::new(
+        if is64 {
+            Container::Big
+        } else {
+            Container::Little
+        },
+        if le { Endian::Little } else { Endian::Big },
+    );
+    let phentsize: u64 = if is64 { 56 } else { 32 };
+    let phnum = u64::from(header.e_phnum);
+    if header.e_phnum != 0 && u64::from(header.e_phentsize) != phentsize {
+        return Err(r.malformed(format!(
+            "program header entry size {} (expected {phentsize})",
+            header.e_phentsize
+        )));
+    }
+    let ph_bytes = r.bytes(
+        header.e_phoff,
+        phnum * phentsize,
+        "the program header table",
+    )?;
+    ProgramHeader::parse(&ph_bytes, 0, phnum as usize, ctx)
+        .map_err(|e| r.malformed(format!("program headers: {e}")))
+}
+
+/// The `(tag, value)` entries of the dynamic segment, up to DT_NULL.
+fn read_dynamic(
+    r: &Reader<'_>,
+    dynamic: &ProgramHeader,
+    le: bool,
+    is64: bool,
+) -> Result<Vec<(u64, u64)>, ElfError> {
     let dyn_bytes = r.bytes(
         dynamic.p_offset,
         dynamic.p_filesz.min(MAX_DYNAMIC),
@@ -509,17 +555,45 @@ fn read_from(
         dyns.push((tag, val));
         off += entsize;
     }
-    let get = |tag: u64| dyns.iter().find(|(t, _)| *t == tag).map(|(_, v)| *v);
-    let loads: Vec<&ProgramHeader> = phdrs.iter().filter(|p| p.p_type == PT_LOAD).collect();
-    let to_off = |vaddr: u64| -> Option<u64> {
-        loads.iter().find_map(|p| {
+    Ok(dyns)
+}
+
+/// The dynamic entries of a file with the loadable segments that map their addresses.
+struct Dynamic<'p> {
+    entries: Vec<(u64, u64)>,
+    loads: Vec<&'p ProgramHeader>,
+    le: bool,
+    is64: bool,
+}
+
+impl Dynamic<'_> {
+    /// The value of the first entry tagged `tag`.
+    fn get(&self, tag: u64) -> Option<u64> {
+        self.entries
+            .iter()
+            .find(|(t, _)| *t == tag)
+            .map(|(_, v)| *v)
+    }
+
+    /// The file offset of virtual address `vaddr`, when a loadable segment maps it from the file.
+    fn to_off(&self, vaddr: u64) -> Option<u64> {
+        self.loads.iter().find_map(|p| {
             let rel = vaddr.checked_sub(p.p_vaddr)?;
             (rel < p.p_filesz).then(|| p.p_offset.checked_add(rel))?
         })
-    };
+    }
 
-    let Some(strtab_addr) = get(DT_STRTAB) else {
-        if dyns.iter().any(|(t, _)| {
+    /// The file offset the entry tagged `tag` points at.
+    fn offset_of(&self, tag: u64) -> Option<u64> {
+        self.get(tag).and_then(|a| self.to_off(a))
+    }
+}
+
+/// The dynamic string table (at most [`MAX_STRTAB`] bytes); `None` when there is none and no
+/// entry names a string.
+fn read_strtab(r: &Reader<'_>, d: &Dynamic<'_>) -> Result<Option<Vec<u8>>, ElfError> {
+    let Some(strtab_addr) = d.get(DT_STRTAB) else {
+        if d.entries.iter().any(|(t, _)| {
             matches!(
                 *t,
                 DT_NEEDED | DT_SONAME | DT_RPATH | DT_RUNPATH | DT_VERNEED | DT_VERDEF
@@ -527,23 +601,27 @@ fn read_from(
         }) {
             return Err(r.malformed("dynamic section names strings but has no DT_STRTAB"));
         }
-        return Ok((info, None));
+        return Ok(None);
     };
-    let strtab_off = to_off(strtab_addr)
+    let strtab_off = d
+        .to_off(strtab_addr)
         .ok_or_else(|| r.malformed("DT_STRTAB lies outside every loadable segment"))?;
-    let strsz = get(DT_STRSZ)
+    let strsz = d
+        .get(DT_STRSZ)
         .unwrap_or(0)
         .min(MAX_STRTAB)
         .min(r.len.saturating_sub(strtab_off));
-    let strtab = r.bytes(strtab_off, strsz, "the dynamic string table")?;
-    let string = |idx: u64| -> Result<String, ElfError> {
-        usize::try_from(idx)
-            .ok()
-            .and_then(|i| cstr(&strtab, i))
-            .ok_or_else(|| r.malformed(format!("string offset {idx} outside the string table")))
-    };
+    r.bytes(strtab_off, strsz, "the dynamic string table")
+        .map(Some)
+}
 
-    for &(tag, val) in &dyns {
+/// DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH and DT_FLAGS_1 into `info`.
+fn read_dynamic_strings(
+    info: &mut ElfInfo,
+    d: &Dynamic<'_>,
+    string: &dyn Fn(u64) -> Result<String, ElfError>,
+) -> Result<(), ElfError> {
+    for &(tag, val) in &d.entries {
         match tag {
             DT_NEEDED => info.needed.push(string(val)?),
             DT_SONAME => info.soname = Some(string(val)?),
@@ -557,29 +635,45 @@ fn read_from(
             _ => {}
         }
     }
+    Ok(())
+}
 
-    // Version index (as used by DT_VERSYM) → name.
+/// DT_VERNEED and DT_VERDEF into `info`; the version index (as used by DT_VERSYM) → name.
+fn read_versions(
+    r: &Reader<'_>,
+    d: &Dynamic<'_>,
+    string: &dyn Fn(u64) -> Result<String, ElfError>,
+    info: &mut ElfInfo,
+) -> Result<Vec<(u16, String)>, ElfError> {
     let mut index: Vec<(u16, String)> = Vec::new();
-    if let (Some(addr), Some(num)) = (get(DT_VERNEED), get(DT_VERNEEDNUM)) {
-        let start =
-            to_off(addr).ok_or_else(|| r.malformed("DT_VERNEED outside loadable segments"))?;
-        info.version_needs = read_verneed(r, start, num, le, &string, &mut index)?;
+    if let (Some(addr), Some(num)) = (d.get(DT_VERNEED), d.get(DT_VERNEEDNUM)) {
+        let start = d
+            .to_off(addr)
+            .ok_or_else(|| r.malformed("DT_VERNEED outside loadable segments"))?;
+        info.version_needs = read_verneed(r, start, num, d.le, string, &mut index)?;
     }
-    if let (Some(addr), Some(num)) = (get(DT_VERDEF), get(DT_VERDEFNUM)) {
-        let start =
-            to_off(addr).ok_or_else(|| r.malformed("DT_VERDEF outside loadable segments"))?;
-        info.version_defs = read_verdef(r, start, num, le, &string, &mut index)?;
+    if let (Some(addr), Some(num)) = (d.get(DT_VERDEF), d.get(DT_VERDEFNUM)) {
+        let start = d
+            .to_off(addr)
+            .ok_or_else(|| r.malformed("DT_VERDEF outside loadable segments"))?;
+        info.version_defs = read_verdef(r, start, num, d.le, string, &mut index)?;
     }
-    if !want_symbols {
-        return Ok((info, None));
-    }
-    let Some(symtab) = get(DT_SYMTAB).and_then(to_off) else {
-        return Ok((info, Some(DynSymbols::default())));
+    Ok(index)
+}
+
+/// The dynamic symbol table (sized from DT_HASH or DT_GNU_HASH), each symbol with its version
+/// from DT_VERSYM and `index`, sorted into exported, undefined and weak undefined.
+fn read_symbols(
+    r: &Reader<'_>,
+    d: &Dynamic<'_>,
+    string: &dyn Fn(u64) -> Result<String, ElfError>,
+    index: &[(u16, String)],
+) -> Result<DynSymbols, ElfError> {
+    let (le, is64) = (d.le, d.is64);
+    let Some(symtab) = d.offset_of(DT_SYMTAB) else {
+        return Ok(DynSymbols::default());
     };
-    let count = match (
-        get(DT_GNU_HASH).and_then(to_off),
-        get(DT_HASH).and_then(to_off),
-    ) {
+    let count = match (d.offset_of(DT_GNU_HASH), d.offset_of(DT_HASH)) {
         (_, Some(h)) => {
             let b = r.bytes(h, 8, "DT_HASH")?;
             u64::from(Bytes { b: &b, le }.u32(4).unwrap_or(0))
@@ -590,31 +684,14 @@ fn read_from(
     .min(MAX_SYMBOLS);
     let entsize: u64 = if is64 { 24 } else { 16 };
     let table = r.bytes(symtab, count * entsize, "the dynamic symbol table")?;
-    let versym = match get(DT_VERSYM).and_then(to_off) {
+    let versym = match d.offset_of(DT_VERSYM) {
         Some(v) => Some(r.bytes(v, count * 2, "DT_VERSYM")?),
         None => None,
     };
     let t = Bytes { b: &table, le };
     let mut syms = DynSymbols::default();
     for i in 1..count as usize {
-        let at = i * entsize as usize;
-        let (name, info_b, other, shndx) = if is64 {
-            (
-                t.u32(at),
-                table.get(at + 4).copied(),
-                table.get(at + 5).copied(),
-                t.u16(at + 6),
-            )
-        } else {
-            (
-                t.u32(at),
-                table.get(at + 12).copied(),
-                table.get(at + 13).copied(),
-                t.u16(at + 14),
-            )
-        };
-        let (Some(name), Some(info_b), Some(other), Some(shndx)) = (name, info_b, other, shndx)
-        else {
+        let Some((name, info_b, other, shndx)) = raw_symbol(t, i * entsize as usize, is64) else {
             break;
         };
         let name = string(u64::from(name))?;
@@ -627,20 +704,10 @@ fn read_from(
             .as_ref()
             .and_then(|v| Bytes { b: v, le }.u16(i * 2))
             .unwrap_or(1);
-        let hidden = vs & 0x8000 != 0;
-        let vidx = vs & 0x7fff;
-        let version = if vidx >= 2 {
-            index
-                .iter()
-                .find(|(n, _)| *n == vidx)
-                .map(|(_, s)| s.clone())
-        } else {
-            None
-        };
         let sym = Symbol {
             name,
-            version,
-            default: !hidden,
+            version: version_name(index, vs),
+            default: vs & 0x8000 == 0,
         };
         if shndx == 0 {
             if bind == 2 {
@@ -652,7 +719,42 @@ fn read_from(
             syms.exported.push(sym);
         }
     }
-    Ok((info, Some(syms)))
+    Ok(syms)
+}
+
+/// The symbol table entry at byte `at`: `(st_name, st_info, st_other, st_shndx)`, `None` when
+/// the table ends inside it.
+fn raw_symbol(t: Bytes<'_>, at: usize, is64: bool) -> Option<(u32, u8, u8, u16)> {
+    let (name, info_b, other, shndx) = if is64 {
+        (
+            t.u32(at),
+            t.b.get(at + 4).copied(),
+            t.b.get(at + 5).copied(),
+            t.u16(at + 6),
+        )
+    } else {
+        (
+            t.u32(at),
+            t.b.get(at + 12).copied(),
+            t.b.get(at + 13).copied(),
+            t.u16(at + 14),
+        )
+    };
+    Some((name?, info_b?, other?, shndx?))
+}
+
+/// The version name of DT_VERSYM entry `vs` (its hidden bit ignored); `None` for the local and
+/// global indexes 0 and 1.
+fn version_name(index: &[(u16, String)], vs: u16) -> Option<String> {
+    let vidx = vs & 0x7fff;
+    if vidx >= 2 {
+        index
+            .iter()
+            .find(|(n, _)| *n == vidx)
+            .map(|(_, s)| s.clone())
+    } else {
+        None
+    }
 }
 
 /// The number of dynamic symbols, from a DT_GNU_HASH table: one past the highest index any

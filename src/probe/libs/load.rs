@@ -484,18 +484,7 @@ fn run_child(
     results: &mut [Option<LoadResult>],
 ) -> usize {
     use crate::probe::childproc;
-    let mut cmd = Command::new(exe);
-    cmd.arg(CHILD_SUBCOMMAND);
-    for it in &items[from..] {
-        cmd.arg(it.family.as_deref().unwrap_or("-")).arg(&it.path);
-    }
-    // Whatever the libraries print goes nowhere: results travel on the result fd only.
-    cmd.env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut child = match childproc::spawn(&mut cmd) {
+    let mut child = match spawn_child(exe, env, &items[from..]) {
         Ok(c) => c,
         Err(e) => {
             for r in results.iter_mut().skip(from) {
@@ -508,14 +497,16 @@ fn run_child(
         return items.len();
     };
     let lines = childproc::line_reader(out, childproc::MAX_LINE, childproc::MAX_TOTAL);
-    // The index (absolute) being worked on, since when, and the version call under way.
-    let mut current: Option<(usize, Instant)> = None;
-    let mut calling: Option<String> = None;
+    let mut work = Work {
+        from,
+        current: None,
+        calling: None,
+    };
     // When the child was seen gone: lines it wrote before are still drained for a moment.
     let mut gone_at: Option<Instant> = None;
     loop {
         let now = Instant::now();
-        let limit = match current {
+        let limit = match work.current {
             Some((_, since)) => (since + per_lib).min(deadline),
             None => deadline,
         };
@@ -526,24 +517,10 @@ fn run_child(
         match lines.recv_timeout(wait) {
             Ok(line) => {
                 let Some(l) = parse_line(&line) else { continue };
-                match l {
-                    Line::Start { index } => {
-                        current = Some((from + index, Instant::now()));
-                        calling = None;
-                    }
-                    Line::Loaded { call, .. } => calling = Some(call),
-                    Line::Done { index, result } => {
-                        if let Some(r) = results.get_mut(from + index) {
-                            *r = Some(result);
-                        }
-                        current = None;
-                        calling = None;
-                    }
-                    Line::Bye => {
-                        // Done: whatever it forked goes with it.
-                        child.kill_group();
-                        return items.len();
-                    }
+                if work.record(l, results) {
+                    // Done: whatever it forked goes with it.
+                    child.kill_group();
+                    return items.len();
                 }
                 continue;
             }
@@ -566,29 +543,81 @@ fn run_child(
         if concluded {
             let status = status.or_else(|| child.wait_exit(Duration::from_millis(200)));
             child.kill_group();
-            return ended(status, current, calling, from, results);
+            return ended(status, work.current, work.calling, from, results);
         }
         if Instant::now() >= limit {
             child.kill_group();
-            return match current {
-                Some((i, since)) => {
-                    let secs = since.elapsed().as_secs_f64();
-                    results[i] = Some(match calling {
-                        Some(call) => version_failed(
-                            &call,
-                            format!("{call} did not return within {secs:.1} s (killed)"),
-                        ),
-                        None => LoadResult {
-                            status: "timeout".into(),
-                            error: Some(format!("still loading after {secs:.1} s: killed")),
-                            ..Default::default()
-                        },
-                    });
-                    i + 1
-                }
-                None => items.len(),
-            };
+            return work.killed(results).unwrap_or(items.len());
         }
+    }
+}
+
+/// Start a load child on `items`, its output going nowhere but the result fd.
+fn spawn_child(
+    exe: &Path,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    items: &[Item],
+) -> std::io::Result<crate::probe::childproc::Spawned> {
+    let mut cmd = Command::new(exe);
+    cmd.arg(CHILD_SUBCOMMAND);
+    for it in items {
+        cmd.arg(it.family.as_deref().unwrap_or("-")).arg(&it.path);
+    }
+    // Whatever the libraries print goes nowhere: results travel on the result fd only.
+    cmd.env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    crate::probe::childproc::spawn(&mut cmd)
+}
+
+/// Where one load child is: the index (absolute) being worked on, since when, and the version
+/// call under way.
+struct Work {
+    from: usize,
+    current: Option<(usize, Instant)>,
+    calling: Option<String>,
+}
+
+impl Work {
+    /// Take one line of the child into account; true when it said `Bye`.
+    fn record(&mut self, l: Line, results: &mut [Option<LoadResult>]) -> bool {
+        match l {
+            Line::Start { index } => {
+                self.current = Some((self.from + index, Instant::now()));
+                self.calling = None;
+            }
+            Line::Loaded { call, .. } => self.calling = Some(call),
+            Line::Done { index, result } => {
+                if let Some(r) = results.get_mut(self.from + index) {
+                    *r = Some(result);
+                }
+                self.current = None;
+                self.calling = None;
+            }
+            Line::Bye => return true,
+        }
+        false
+    }
+
+    /// The child was killed at the limit: the library under way timed out (or its version call
+    /// did not return); the index to go on from, `None` when nothing was under way.
+    fn killed(self, results: &mut [Option<LoadResult>]) -> Option<usize> {
+        let (i, since) = self.current?;
+        let secs = since.elapsed().as_secs_f64();
+        results[i] = Some(match self.calling {
+            Some(call) => version_failed(
+                &call,
+                format!("{call} did not return within {secs:.1} s (killed)"),
+            ),
+            None => LoadResult {
+                status: "timeout".into(),
+                error: Some(format!("still loading after {secs:.1} s: killed")),
+                ..Default::default()
+            },
+        });
+        Some(i + 1)
     }
 }
 

@@ -161,71 +161,92 @@ fn load_groups(ctx: &Context, groups: &mut [Vec<Library>]) {
             return;
         }
     };
-    let env: Vec<(OsString, OsString)> = ctx
-        .env()
-        .iter()
-        .map(|(k, v)| (k.to_os_string(), v.to_os_string()))
-        .collect();
-    let per_lib = load::per_library_limit(ctx.opts.deadline);
-    let deadline = ctx.deadline.checked_sub(MARGIN).unwrap_or(ctx.deadline);
-    let cache = if ctx.opts.no_load_cache {
-        None
-    } else {
-        load_cache::dir(ctx.env())
+    let run = LoadRun {
+        exe,
+        env: ctx
+            .env()
+            .iter()
+            .map(|(k, v)| (k.to_os_string(), v.to_os_string()))
+            .collect(),
+        per_lib: load::per_library_limit(ctx.opts.deadline),
+        deadline: ctx.deadline.checked_sub(MARGIN).unwrap_or(ctx.deadline),
+        cache: if ctx.opts.no_load_cache {
+            None
+        } else {
+            load_cache::dir(ctx.env())
+        },
     };
     std::thread::scope(|s| {
         for group in groups.iter_mut() {
-            let (exe, env, cache) = (&exe, &env, &cache);
-            s.spawn(move || {
-                // Transitive libraries are loaded with the library that needs them; loading
-                // each on its own (cuDNN's sub-libraries are hundreds of MB) says nothing more.
-                for l in group
-                    .iter_mut()
-                    .filter(|l| l.resolves && l.reason == "transitive")
-                {
-                    l.load = Some(LoadResult {
-                        status: "skipped".into(),
-                        error: Some(format!("loaded through {}", l.requester)),
-                        ..Default::default()
-                    });
-                }
-                let idx: Vec<usize> = (0..group.len())
-                    .filter(|i| group[*i].resolves && group[*i].reason != "transitive")
-                    .collect();
-                let items: Vec<load::Item> = idx
-                    .iter()
-                    .filter_map(|i| {
-                        let l = &group[*i];
-                        Some(load::Item {
-                            family: l.family.clone(),
-                            path: PathBuf::from(l.path.as_ref()?),
-                        })
-                    })
-                    .collect();
-                if items.len() != idx.len() {
-                    return;
-                }
-                let key = cache
-                    .as_ref()
-                    .and_then(|_| load_cache::key(exe, env, group, &items));
-                let cached = cache
-                    .as_deref()
-                    .zip(key.as_deref())
-                    .and_then(|(dir, key)| load_cache::get(dir, key, items.len()));
-                let results = match cached {
-                    Some(r) => r,
-                    None => {
-                        let r = load::load_all(exe, env, &items, per_lib, deadline);
-                        if let (Some(dir), Some(key)) = (cache.as_deref(), key.as_deref()) {
-                            load_cache::put(dir, key, &r);
-                        }
-                        r
-                    }
-                };
-                for (i, r) in idx.into_iter().zip(results) {
-                    group[i].load = Some(r);
-                }
-            });
+            let run = &run;
+            s.spawn(move || load_group(run, group));
         }
     });
+}
+
+/// What every load child shares: the program, its environment, the limits, the cache.
+struct LoadRun {
+    exe: PathBuf,
+    env: Vec<(OsString, OsString)>,
+    per_lib: Duration,
+    deadline: Instant,
+    cache: Option<PathBuf>,
+}
+
+/// Load one group's resolved libraries in one child (or take the results from the cache).
+fn load_group(run: &LoadRun, group: &mut [Library]) {
+    // Transitive libraries are loaded with the library that needs them; loading
+    // each on its own (cuDNN's sub-libraries are hundreds of MB) says nothing more.
+    for l in group
+        .iter_mut()
+        .filter(|l| l.resolves && l.reason == "transitive")
+    {
+        l.load = Some(LoadResult {
+            status: "skipped".into(),
+            error: Some(format!("loaded through {}", l.requester)),
+            ..Default::default()
+        });
+    }
+    let idx: Vec<usize> = (0..group.len())
+        .filter(|i| group[*i].resolves && group[*i].reason != "transitive")
+        .collect();
+    let items: Vec<load::Item> = idx
+        .iter()
+        .filter_map(|i| {
+            let l = &group[*i];
+            Some(load::Item {
+                family: l.family.clone(),
+                path: PathBuf::from(l.path.as_ref()?),
+            })
+        })
+        .collect();
+    if items.len() != idx.len() {
+        return;
+    }
+    let results = load_or_cached(run, group, &items);
+    for (i, r) in idx.into_iter().zip(results) {
+        group[i].load = Some(r);
+    }
+}
+
+/// The load results of `items`: from the cache when it has them, else loaded (and cached).
+fn load_or_cached(run: &LoadRun, group: &[Library], items: &[load::Item]) -> Vec<LoadResult> {
+    let (exe, env, cache) = (&run.exe, &run.env, &run.cache);
+    let key = cache
+        .as_ref()
+        .and_then(|_| load_cache::key(exe, env, group, items));
+    let cached = cache
+        .as_deref()
+        .zip(key.as_deref())
+        .and_then(|(dir, key)| load_cache::get(dir, key, items.len()));
+    match cached {
+        Some(r) => r,
+        None => {
+            let r = load::load_all(exe, env, items, run.per_lib, run.deadline);
+            if let (Some(dir), Some(key)) = (cache.as_deref(), key.as_deref()) {
+                load_cache::put(dir, key, &r);
+            }
+            r
+        }
+    }
 }

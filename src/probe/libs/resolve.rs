@@ -166,8 +166,41 @@ pub fn resolve_python(
         None => Object::bare(&py_path),
     }
     .main_executable();
+    let loader = &loader
+        .clone()
+        .with_framework_loaded(framework_loaded(scans));
+    let wanted = wanted_libraries(scans, &py_path);
+    let implied = implied_libraries(scans, &wanted);
+    let mut r = Resolver {
+        root,
+        loader,
+        python,
+        extra: extra_dirs(root, scans),
+        py_path,
+        py_obj,
+        memo,
+        queue: VecDeque::new(),
+        seen: HashSet::new(),
+    };
+    for (soname, (lib, req_path)) in wanted {
+        r.seen.insert(soname);
+        let i = r.item(lib, req_path, errors);
+        r.queue.push_back(i);
+    }
+    let mut implied: VecDeque<Item> = implied
+        .into_values()
+        .map(|(lib, req_path)| r.item(lib, req_path, errors))
+        .collect();
 
-    // What the frameworks' own code loaded by path: it wins later requests for its soname.
+    let mut out = Vec::new();
+    while let Some(item) = r.next_item(&mut implied) {
+        out.push(r.resolve_one(item, errors));
+    }
+    out
+}
+
+/// What the frameworks' own code loaded by path: it wins later requests for its soname.
+fn framework_loaded(scans: &[Scan]) -> Vec<Preload> {
     let mut loaded: Vec<Preload> = Vec::new();
     for scan in scans {
         for p in &scan.framework.preloads {
@@ -183,9 +216,11 @@ pub fn resolve_python(
             }
         }
     }
-    let loader = &loader.clone().with_framework_loaded(loaded);
+    loaded
+}
 
-    // soname -> (library skeleton, requester)
+/// soname -> (library skeleton, requester) for everything the frameworks want or preload.
+fn wanted_libraries(scans: &[Scan], py_path: &Path) -> BTreeMap<String, (Library, PathBuf)> {
     let mut wanted: BTreeMap<String, (Library, PathBuf)> = BTreeMap::new();
     for scan in scans {
         for w in &scan.framework.wants {
@@ -214,14 +249,22 @@ pub fn resolve_python(
                         reason: "preloaded".into(),
                         ..Default::default()
                     },
-                    py_path.clone(),
+                    py_path.to_path_buf(),
                 )
             });
             e.0.wanted_by.push(scan.label());
         }
     }
-    // The CUDA family a release implies comes after everything asked for and its transitive
-    // needs (a library that is both is resolved from the object that really asks).
+    wanted
+}
+
+/// The CUDA family a release implies, less what is already `wanted`. It comes after everything
+/// asked for and its transitive needs (a library that is both is resolved from the object that
+/// really asks).
+fn implied_libraries(
+    scans: &[Scan],
+    wanted: &BTreeMap<String, (Library, PathBuf)>,
+) -> BTreeMap<String, (Library, PathBuf)> {
     let mut implied: BTreeMap<String, (Library, PathBuf)> = BTreeMap::new();
     for scan in scans {
         let fw = &scan.framework;
@@ -255,6 +298,11 @@ pub fn resolve_python(
             });
         }
     }
+    implied
+}
+
+/// The frameworks' labelled directories of own copies that exist, each once.
+fn extra_dirs(root: &Root, scans: &[Scan]) -> Vec<(PathBuf, String)> {
     let mut extra: Vec<(PathBuf, String)> = Vec::new();
     for scan in scans {
         for d in &scan.extra_dirs {
@@ -263,50 +311,63 @@ pub fn resolve_python(
             }
         }
     }
+    extra
+}
 
-    let mut queue: VecDeque<Item> = VecDeque::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut item = |lib: Library, req_path: PathBuf, errors: &mut Vec<ProbeError>| {
-        let req_obj = match memo.get(root, &req_path, errors) {
+/// One interpreter's resolution under way: the loader, the ELF reads and the work queue.
+struct Resolver<'a> {
+    root: &'a Root,
+    loader: &'a Loader,
+    python: &'a Python,
+    extra: Vec<(PathBuf, String)>,
+    py_path: PathBuf,
+    py_obj: Object,
+    memo: ElfMemo,
+    queue: VecDeque<Item>,
+    seen: HashSet<String>,
+}
+
+impl Resolver<'_> {
+    /// The queue item for `lib` asked for by the object at `req_path` (loaded by the interpreter).
+    fn item(&mut self, lib: Library, req_path: PathBuf, errors: &mut Vec<ProbeError>) -> Item {
+        let req_obj = match self.memo.get(self.root, &req_path, errors) {
             Some(i) => Object::from_elf(&req_path, &i),
             None => Object::bare(&req_path),
         };
-        let req = if req_path == py_path {
-            Requester::new(py_obj.clone())
+        let req = if req_path == self.py_path {
+            Requester::new(self.py_obj.clone())
         } else {
-            Requester::new(req_obj).loaded_by(py_obj.clone())
+            Requester::new(req_obj).loaded_by(self.py_obj.clone())
         };
         Item { lib, req, req_path }
-    };
-    for (soname, (lib, req_path)) in wanted {
-        seen.insert(soname);
-        queue.push_back(item(lib, req_path, errors));
     }
-    let mut implied: VecDeque<Item> = implied
-        .into_values()
-        .map(|(lib, req_path)| item(lib, req_path, errors))
-        .collect();
 
-    let mut out = Vec::new();
-    while let Some(Item {
-        mut lib,
-        req,
-        req_path,
-    }) = queue.pop_front().or_else(|| {
-        // Then the implied family, unless a transitive need already resolved the soname.
-        while let Some(i) = implied.pop_front() {
-            if seen.insert(i.lib.soname.clone()) {
-                return Some(i);
+    /// The next library to resolve: the queue, then the implied family, unless a transitive
+    /// need already resolved the soname.
+    fn next_item(&mut self, implied: &mut VecDeque<Item>) -> Option<Item> {
+        self.queue.pop_front().or_else(|| {
+            while let Some(i) = implied.pop_front() {
+                if self.seen.insert(i.lib.soname.clone()) {
+                    return Some(i);
+                }
             }
-        }
-        None
-    }) {
+            None
+        })
+    }
+
+    /// Resolve one library: the search, its file, its ELF needs, every copy and which wins.
+    fn resolve_one(&mut self, item: Item, errors: &mut Vec<ProbeError>) -> Library {
+        let Item {
+            mut lib,
+            req,
+            req_path,
+        } = item;
         let soname = lib.soname.clone();
-        lib.python = Some(python.path.clone());
+        lib.python = Some(self.python.path.clone());
         lib.family = family(&soname).map(String::from);
         lib.requester = s(&req_path);
-        let req_info = memo.get(root, &req_path, errors);
-        let res = loader.resolve(&soname, &req);
+        let req_info = self.memo.get(self.root, &req_path, errors);
+        let res = self.loader.resolve(&soname, &req);
         lib.resolves = res.resolves();
         lib.error = res.error.clone();
         lib.found_via = res.label().map(String::from);
@@ -318,108 +379,178 @@ pub fn resolve_python(
             lib.path = Some(s(p));
         }
         if let Some(p) = res.path.as_ref().filter(|_| res.error.is_none()) {
-            let f = links::describe(root, p);
-            if f.is_loop {
-                errors.push(ProbeError::at(PROBE, p, "symlink loop"));
-            } else if let Some(e) = &f.error {
-                errors.push(ProbeError::at(PROBE, p, e.clone()));
+            winner_real = self.follow_file(&mut lib, p, errors);
+            let real = winner_real.clone().unwrap_or_else(|| p.clone());
+            if let Some(info) = self.memo.get(self.root, &real, errors) {
+                let found = Found {
+                    path: p,
+                    real: &real,
+                    info: &info,
+                };
+                self.check_elf(&mut lib, &found, &req, req_info.as_ref(), errors);
             }
-            lib.chain = f
-                .chain
-                .iter()
-                .map(|h| LinkHop {
-                    link: s(&h.link),
-                    target: s(&h.target),
-                })
-                .collect();
-            lib.file_version = f.file_version.clone();
-            lib.version_mismatch = f.version_mismatch;
-            lib.realpath = f.realpath.as_deref().map(s);
-            winner_real = f.realpath.clone();
-            if let Some((name, version)) = f
-                .realpath
-                .as_deref()
-                .and_then(|r| pip_package_of(python, r))
-            {
-                lib.package = Some(name);
-                lib.package_version = Some(version);
-            }
-            let real = f.realpath.clone().unwrap_or_else(|| p.clone());
-            if let Some(info) = memo.get(root, &real, errors) {
-                lib.elf = Some(info.facts());
-                if let Some(m) = info.soname.as_deref().and_then(soname_major) {
-                    lib.major = Some(m);
-                }
-                // What the requester needs from it.
-                if let Some(ri) = &req_info {
-                    for v in ri.needs_from(&soname) {
-                        if !info.version_defs.contains(v) {
-                            lib.missing_symbol_versions.push(format!("{soname}:{v}"));
-                        }
-                    }
-                }
-                // What it needs from its own dependencies.
-                let child = req.child(Object::from_elf(p, &info));
-                // Transitive: the CUDA-family libraries it loads in turn.
-                let next: Vec<String> = info
-                    .needed
-                    .iter()
-                    .filter(|n| family(n).is_some())
-                    .cloned()
-                    .chain(dlopen_names(root, &soname, &real))
-                    .collect();
-                for n in next {
-                    if seen.insert(n.clone()) {
-                        queue.push_back(Item {
-                            lib: Library {
-                                soname: n,
-                                reason: "transitive".into(),
-                                wanted_by: lib.wanted_by.clone(),
-                                ..Default::default()
-                            },
-                            req: child.clone(),
-                            req_path: p.clone(),
-                        });
-                    }
-                }
-                for need in &info.version_needs {
-                    let r = loader.resolve(&need.file, &child);
-                    let Some(dp) = r.path.filter(|_| r.error.is_none()) else {
-                        continue;
-                    };
-                    let Some(di) = memo.get(root, &dp, errors) else {
-                        continue;
-                    };
-                    for v in &need.versions {
-                        if !di.version_defs.contains(v) {
-                            lib.missing_symbol_versions
-                                .push(format!("{}:{v}", need.file));
-                        }
-                    }
-                    // CUDA-family dependencies: every versioned symbol it takes from them.
-                    if family(&need.file).is_some() {
-                        let mine = memo.symbols(root, &real, errors);
-                        let theirs = memo.symbols(root, &dp, errors);
-                        if let (Some(mine), Some(theirs)) = (mine, theirs) {
-                            for u in &mine.undefined {
-                                let Some(ver) = u.version.as_deref() else {
-                                    continue;
-                                };
-                                if need.versions.iter().any(|v| v == ver)
-                                    && !theirs.provides(&u.name, Some(ver))
-                                {
-                                    lib.missing_symbols
-                                        .push(format!("{}:{}@{ver}", need.file, u.name));
-                                }
-                            }
-                        }
-                    }
+        }
+        self.add_candidates(&mut lib, winner_real);
+        mark_shadowing(&mut lib);
+        lib.missing_symbols.sort();
+        lib.missing_symbols.dedup();
+        lib.missing_symbol_versions.sort();
+        lib.missing_symbol_versions.dedup();
+        lib
+    }
+
+    /// Follow the symlinks of the file found at `p` (chain, version, real path, pip package);
+    /// the real path, when known.
+    fn follow_file(
+        &self,
+        lib: &mut Library,
+        p: &Path,
+        errors: &mut Vec<ProbeError>,
+    ) -> Option<PathBuf> {
+        let f = links::describe(self.root, p);
+        if f.is_loop {
+            errors.push(ProbeError::at(PROBE, p, "symlink loop"));
+        } else if let Some(e) = &f.error {
+            errors.push(ProbeError::at(PROBE, p, e.clone()));
+        }
+        lib.chain = f
+            .chain
+            .iter()
+            .map(|h| LinkHop {
+                link: s(&h.link),
+                target: s(&h.target),
+            })
+            .collect();
+        lib.file_version = f.file_version.clone();
+        lib.version_mismatch = f.version_mismatch;
+        lib.realpath = f.realpath.as_deref().map(s);
+        if let Some((name, version)) = f
+            .realpath
+            .as_deref()
+            .and_then(|r| pip_package_of(self.python, r))
+        {
+            lib.package = Some(name);
+            lib.package_version = Some(version);
+        }
+        f.realpath
+    }
+
+    /// The ELF facts of the found file, what the requester needs from it, its transitive
+    /// CUDA-family loads, and what it needs from its own dependencies.
+    fn check_elf(
+        &mut self,
+        lib: &mut Library,
+        found: &Found<'_>,
+        req: &Requester,
+        req_info: Option<&elf::ElfInfo>,
+        errors: &mut Vec<ProbeError>,
+    ) {
+        let info = found.info;
+        lib.elf = Some(info.facts());
+        if let Some(m) = info.soname.as_deref().and_then(soname_major) {
+            lib.major = Some(m);
+        }
+        // What the requester needs from it.
+        if let Some(ri) = req_info {
+            for v in ri.needs_from(&lib.soname) {
+                if !info.version_defs.contains(v) {
+                    lib.missing_symbol_versions
+                        .push(format!("{}:{v}", lib.soname));
                 }
             }
         }
-        // Every copy on the machine, and which wins.
+        // What it needs from its own dependencies.
+        let child = req.child(Object::from_elf(found.path, info));
+        self.queue_transitive(lib, found, &child);
+        self.check_version_needs(lib, found, &child, errors);
+    }
+
+    /// Transitive: queue the CUDA-family libraries the found file loads in turn.
+    fn queue_transitive(&mut self, lib: &Library, found: &Found<'_>, child: &Requester) {
+        let next: Vec<String> = found
+            .info
+            .needed
+            .iter()
+            .filter(|n| family(n).is_some())
+            .cloned()
+            .chain(dlopen_names(self.root, &lib.soname, found.real))
+            .collect();
+        for n in next {
+            if self.seen.insert(n.clone()) {
+                self.queue.push_back(Item {
+                    lib: Library {
+                        soname: n,
+                        reason: "transitive".into(),
+                        wanted_by: lib.wanted_by.clone(),
+                        ..Default::default()
+                    },
+                    req: child.clone(),
+                    req_path: found.path.to_path_buf(),
+                });
+            }
+        }
+    }
+
+    /// The symbol versions the found file needs from each dependency, checked against what
+    /// that dependency defines (for CUDA-family ones also each versioned symbol).
+    fn check_version_needs(
+        &mut self,
+        lib: &mut Library,
+        found: &Found<'_>,
+        child: &Requester,
+        errors: &mut Vec<ProbeError>,
+    ) {
+        for need in &found.info.version_needs {
+            let r = self.loader.resolve(&need.file, child);
+            let Some(dp) = r.path.filter(|_| r.error.is_none()) else {
+                continue;
+            };
+            let Some(di) = self.memo.get(self.root, &dp, errors) else {
+                continue;
+            };
+            for v in &need.versions {
+                if !di.version_defs.contains(v) {
+                    lib.missing_symbol_versions
+                        .push(format!("{}:{v}", need.file));
+                }
+            }
+            // CUDA-family dependencies: every versioned symbol it takes from them.
+            if family(&need.file).is_some() {
+                self.check_symbols(lib, need, found.real, &dp, errors);
+            }
+        }
+    }
+
+    /// Every versioned symbol the file at `real` takes from the dependency at `dp` under
+    /// `need`, checked against what that dependency exports.
+    fn check_symbols(
+        &mut self,
+        lib: &mut Library,
+        need: &elf::VersionNeed,
+        real: &Path,
+        dp: &Path,
+        errors: &mut Vec<ProbeError>,
+    ) {
+        let mine = self.memo.symbols(self.root, real, errors);
+        let theirs = self.memo.symbols(self.root, dp, errors);
+        let (Some(mine), Some(theirs)) = (mine, theirs) else {
+            return;
+        };
+        for u in &mine.undefined {
+            let Some(ver) = u.version.as_deref() else {
+                continue;
+            };
+            if need.versions.iter().any(|v| v == ver) && !theirs.provides(&u.name, Some(ver)) {
+                lib.missing_symbols
+                    .push(format!("{}:{}@{ver}", need.file, u.name));
+            }
+        }
+    }
+
+    /// Every copy on the machine, and which wins (the found file itself when no copy does).
+    fn add_candidates(&self, lib: &mut Library, winner_real: Option<PathBuf>) {
         let label = lib.found_via.clone().unwrap_or_default();
-        for c in loader.all_candidates(&soname, &extra) {
+        for c in self.loader.all_candidates(&lib.soname, &self.extra) {
             let wins = lib.resolves
                 && (winner_real.is_some() && c.realpath == winner_real
                     || lib.path.as_deref() == Some(&s(&c.path)));
@@ -444,27 +575,33 @@ pub fn resolve_python(
                 });
             }
         }
-        let winner_own = lib
+    }
+}
+
+/// The file a library resolved to: the path found, its real path and its ELF facts.
+struct Found<'a> {
+    path: &'a Path,
+    real: &'a Path,
+    info: &'a elf::ElfInfo,
+}
+
+/// A library that resolves to a copy not the framework's own while such a copy exists
+/// shadows it.
+fn mark_shadowing(lib: &mut Library) {
+    let winner_own = lib
+        .candidates
+        .iter()
+        .any(|c| c.wins && OWN.contains(&c.origin.as_str()));
+    if lib.resolves && !winner_own {
+        if let Some(c) = lib
             .candidates
             .iter()
-            .any(|c| c.wins && OWN.contains(&c.origin.as_str()));
-        if lib.resolves && !winner_own {
-            if let Some(c) = lib
-                .candidates
-                .iter()
-                .find(|c| !c.wins && OWN.contains(&c.origin.as_str()))
-            {
-                lib.shadows_framework_copy = true;
-                lib.shadowed_path = Some(c.path.clone());
-            }
+            .find(|c| !c.wins && OWN.contains(&c.origin.as_str()))
+        {
+            lib.shadows_framework_copy = true;
+            lib.shadowed_path = Some(c.path.clone());
         }
-        lib.missing_symbols.sort();
-        lib.missing_symbols.dedup();
-        lib.missing_symbol_versions.sort();
-        lib.missing_symbol_versions.dedup();
-        out.push(lib);
     }
-    out
 }
 
 #[cfg(test)]

@@ -462,78 +462,48 @@ impl<'a> Scanner<'a> {
         } else {
             (machine.to_path_buf(), host.map(Path::to_path_buf))
         };
-        let headers = match read_into(
-            self.root,
-            &meta,
-            meta_host.as_deref(),
-            &mut self.buf,
-            Want::Headers,
-        ) {
+        let headers = self.read_headers(&meta, meta_host.as_deref(), errors)?;
+        let mut pkg = package_of(headers, machine, location, &meta, errors)?;
+        if is_dir {
+            self.side_files(machine, host, egg, &mut pkg, errors);
+        }
+        Some(pkg)
+    }
+
+    /// The header block of the metadata file `meta`; `None` (and an error) when it is missing
+    /// or unreadable.
+    fn read_headers(
+        &mut self,
+        meta: &Path,
+        meta_host: Option<&Path>,
+        errors: &mut Vec<ProbeError>,
+    ) -> Option<Headers> {
+        match read_into(self.root, meta, meta_host, &mut self.buf, Want::Headers) {
             Ok(Some(complete)) => {
                 if !complete {
                     errors.push(ProbeError::at(
                         "python",
-                        &meta,
+                        meta,
                         format!(
                             "header block larger than {MAX_HEADER_BYTES} bytes; the rest is ignored"
                         ),
                     ));
                 }
-                parse_headers(&self.buf)
+                Some(parse_headers(&self.buf))
             }
             Ok(None) => {
                 errors.push(ProbeError::at(
                     "python",
-                    &meta,
+                    meta,
                     "metadata file missing: the distribution is invisible to pip and importlib",
                 ));
-                return None;
+                None
             }
             Err(e) => {
                 errors.push(ProbeError::from_root("python", &e));
-                return None;
-            }
-        };
-        if headers.garbage && headers.name.is_none() {
-            errors.push(ProbeError::at(
-                "python",
-                &meta,
-                "not a core-metadata file (no `Name:` header; binary or corrupt content)",
-            ));
-            return None;
-        }
-        let Some(raw_name) = headers.name.as_deref().filter(|n| !n.is_empty()) else {
-            errors.push(ProbeError::at("python", &meta, "no `Name:` header"));
-            return None;
-        };
-        let mut pkg = Package {
-            name: normalize_name(raw_name),
-            location: location.to_string(),
-            metadata: machine.to_string_lossy().into_owned(),
-            requires_python: headers.requires_python,
-            // A `name @ URL` requirement may carry credentials in its URL.
-            requires: headers
-                .requires_dist
-                .iter()
-                .map(|r| redact_url(r))
-                .collect(),
-            ..Default::default()
-        };
-        match headers.version.filter(|v| !v.is_empty()) {
-            Some(v) => set_version(&mut pkg, v),
-            None => {
-                errors.push(ProbeError::at(
-                    "python",
-                    &meta,
-                    format!("no `Version:` header for {}", pkg.name),
-                ));
-                pkg.version_valid = false;
+                None
             }
         }
-        if is_dir {
-            self.side_files(machine, host, egg, &mut pkg, errors);
-        }
-        Some(pkg)
     }
 
     /// A small side file as text (invalid UTF-8 replaced); `Ok(None)` when absent.
@@ -653,6 +623,54 @@ impl<'a> Scanner<'a> {
         }
         out
     }
+}
+
+/// The package the metadata headers of the distribution at `machine` describe; `None` (and an
+/// error) without a name. A missing version is an error and an invalid version.
+fn package_of(
+    headers: Headers,
+    machine: &Path,
+    location: &str,
+    meta: &Path,
+    errors: &mut Vec<ProbeError>,
+) -> Option<Package> {
+    if headers.garbage && headers.name.is_none() {
+        errors.push(ProbeError::at(
+            "python",
+            meta,
+            "not a core-metadata file (no `Name:` header; binary or corrupt content)",
+        ));
+        return None;
+    }
+    let Some(raw_name) = headers.name.as_deref().filter(|n| !n.is_empty()) else {
+        errors.push(ProbeError::at("python", meta, "no `Name:` header"));
+        return None;
+    };
+    let mut pkg = Package {
+        name: normalize_name(raw_name),
+        location: location.to_string(),
+        metadata: machine.to_string_lossy().into_owned(),
+        requires_python: headers.requires_python,
+        // A `name @ URL` requirement may carry credentials in its URL.
+        requires: headers
+            .requires_dist
+            .iter()
+            .map(|r| redact_url(r))
+            .collect(),
+        ..Default::default()
+    };
+    match headers.version.filter(|v| !v.is_empty()) {
+        Some(v) => set_version(&mut pkg, v),
+        None => {
+            errors.push(ProbeError::at(
+                "python",
+                meta,
+                format!("no `Version:` header for {}", pkg.name),
+            ));
+            pkg.version_valid = false;
+        }
+    }
+    Some(pkg)
 }
 
 /// Set the raw version, its PEP 440 validity and its local label.

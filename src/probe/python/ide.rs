@@ -210,23 +210,7 @@ pub fn pycharm(c: &mut Collector) {
         return;
     };
     let misc = project.join(".idea/misc.xml");
-    let Some(text) = c.read_text(&misc) else {
-        return;
-    };
-    let sdk = match roxmltree::Document::parse(&text) {
-        Ok(doc) => doc
-            .descendants()
-            .find(|n| {
-                n.has_tag_name("component") && n.attribute("name") == Some("ProjectRootManager")
-            })
-            .and_then(|n| n.attribute("project-jdk-name"))
-            .map(String::from),
-        Err(e) => {
-            c.error(&misc, format!("invalid XML: {e}"));
-            return;
-        }
-    };
-    let Some(sdk) = sdk else {
+    let Some(sdk) = project_sdk(c, &misc) else {
         return;
     };
     let Some(config) = env_path(c.env, "XDG_CONFIG_HOME")
@@ -239,28 +223,9 @@ pub fn pycharm(c: &mut Collector) {
     let mut resolved = false;
     for product in c.list_dir(&config.join("JetBrains")) {
         let table = product.join("options/jdk.table.xml");
-        let Some(text) = c.read_text(&table) else {
+        let Some(homes) = sdk_homes(c, &table, &sdk) else {
             continue;
         };
-        let doc = match roxmltree::Document::parse(&text) {
-            Ok(d) => d,
-            Err(e) => {
-                c.error(&table, format!("invalid XML: {e}"));
-                continue;
-            }
-        };
-        let value_of = |jdk: roxmltree::Node, tag: &str| {
-            jdk.children()
-                .find(|n| n.has_tag_name(tag))
-                .and_then(|n| n.attribute("value"))
-                .map(String::from)
-        };
-        let homes: Vec<String> = doc
-            .descendants()
-            .filter(|n| n.has_tag_name("jdk"))
-            .filter(|j| value_of(*j, "name").as_deref() == Some(sdk.as_str()))
-            .filter_map(|j| value_of(j, "homePath"))
-            .collect();
         for raw in homes {
             resolved = true;
             let mut p = raw.replace("$PROJECT_DIR$", &project.to_string_lossy());
@@ -287,6 +252,51 @@ pub fn pycharm(c: &mut Collector) {
             ),
         );
     }
+}
+
+/// The project SDK named in `.idea/misc.xml` (`ProjectRootManager`'s `project-jdk-name`);
+/// invalid XML is an error.
+fn project_sdk(c: &mut Collector, misc: &Path) -> Option<String> {
+    let text = c.read_text(misc)?;
+    match roxmltree::Document::parse(&text) {
+        Ok(doc) => doc
+            .descendants()
+            .find(|n| {
+                n.has_tag_name("component") && n.attribute("name") == Some("ProjectRootManager")
+            })
+            .and_then(|n| n.attribute("project-jdk-name"))
+            .map(String::from),
+        Err(e) => {
+            c.error(misc, format!("invalid XML: {e}"));
+            None
+        }
+    }
+}
+
+/// The `homePath` of every JDK entry called `sdk` in the `jdk.table.xml` at `table`; `None`
+/// when it cannot be read or is invalid XML (an error).
+fn sdk_homes(c: &mut Collector, table: &Path, sdk: &str) -> Option<Vec<String>> {
+    let text = c.read_text(table)?;
+    let doc = match roxmltree::Document::parse(&text) {
+        Ok(d) => d,
+        Err(e) => {
+            c.error(table, format!("invalid XML: {e}"));
+            return None;
+        }
+    };
+    let value_of = |jdk: roxmltree::Node, tag: &str| {
+        jdk.children()
+            .find(|n| n.has_tag_name(tag))
+            .and_then(|n| n.attribute("value"))
+            .map(String::from)
+    };
+    Some(
+        doc.descendants()
+            .filter(|n| n.has_tag_name("jdk"))
+            .filter(|j| value_of(*j, "name").as_deref() == Some(sdk))
+            .filter_map(|j| value_of(j, "homePath"))
+            .collect(),
+    )
 }
 
 /// The directories holding kernelspecs, in Jupyter's order, then every env's own.

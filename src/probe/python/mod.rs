@@ -90,65 +90,22 @@ pub fn inspect_all_with(
         .max(1);
     let next = AtomicUsize::new(0);
     let work = || {
-        let mut done: Vec<(usize, Python, Vec<ProbeError>)> = Vec::new();
+        let mut done: Vec<Inspected> = Vec::new();
         loop {
             if Instant::now() >= deadline {
                 break;
             }
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(f) = found.get(i) else { break };
-            let mut errs = Vec::new();
-            // A panic in one interpreter's files costs that interpreter only, not its neighbours.
-            let mut py = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                interp::inspect(root, env, f, &mut errs)
-            }))
-            .unwrap_or_else(|_| {
-                errs.push(ProbeError::new(
-                    "python",
-                    format!(
-                        "inspecting {} failed unexpectedly (a bug in envdoctor); only what \
-                         discovery knew is kept",
-                        f.path.display()
-                    ),
-                ));
-                interp::named(f)
-            });
-            if let Some(machine) = machine {
-                let (unmet, problems) = requires::unmet_checked(&py, machine);
-                errs.extend(problems.into_iter().map(|m| ProbeError::new("python", m)));
-                let (kept, omitted) =
-                    requires::bounded(unmet, crate::snapshot::python::UNMET_REQUIREMENTS_KEPT);
-                py.unmet_requirements = kept;
-                py.unmet_requirements_omitted = omitted;
-            }
+            let (py, errs) = inspect_one(root, env, f, machine);
             done.push((i, py, errs));
         }
         done
     };
-    let mut results: Vec<(usize, Python, Vec<ProbeError>)> = if workers == 1 {
+    let mut results: Vec<Inspected> = if workers == 1 {
         work()
     } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers)
-                .filter_map(|_| {
-                    std::thread::Builder::new()
-                        .stack_size(super::PROBE_STACK)
-                        .spawn_scoped(s, work)
-                        .ok()
-                })
-                .collect();
-            let mut all = Vec::new();
-            for h in handles {
-                match h.join() {
-                    Ok(v) => all.extend(v),
-                    Err(_) => errors.push(ProbeError::new(
-                        "python",
-                        "an interpreter inspection failed unexpectedly (a bug in envdoctor)",
-                    )),
-                }
-            }
-            all
-        })
+        on_workers(workers, &work, errors)
     };
     results.sort_by_key(|r| r.0);
     let mut out: Vec<Option<Python>> = vec![None; found.len()];
@@ -156,6 +113,83 @@ pub fn inspect_all_with(
         out[i] = Some(py);
         errors.extend(errs);
     }
+    named_the_rest(out, found, errors)
+}
+
+/// One interpreter inspected: its index in `found`, its facts, its errors.
+type Inspected = (usize, Python, Vec<ProbeError>);
+
+/// Inspect one interpreter (a panic keeps only what discovery knew) and, with `machine`, check
+/// its requirements.
+fn inspect_one(
+    root: &Root,
+    env: &Env,
+    f: &Found,
+    machine: Option<&str>,
+) -> (Python, Vec<ProbeError>) {
+    let mut errs = Vec::new();
+    // A panic in one interpreter's files costs that interpreter only, not its neighbours.
+    let mut py = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        interp::inspect(root, env, f, &mut errs)
+    }))
+    .unwrap_or_else(|_| {
+        errs.push(ProbeError::new(
+            "python",
+            format!(
+                "inspecting {} failed unexpectedly (a bug in envdoctor); only what \
+                 discovery knew is kept",
+                f.path.display()
+            ),
+        ));
+        interp::named(f)
+    });
+    if let Some(machine) = machine {
+        let (unmet, problems) = requires::unmet_checked(&py, machine);
+        errs.extend(problems.into_iter().map(|m| ProbeError::new("python", m)));
+        let (kept, omitted) =
+            requires::bounded(unmet, crate::snapshot::python::UNMET_REQUIREMENTS_KEPT);
+        py.unmet_requirements = kept;
+        py.unmet_requirements_omitted = omitted;
+    }
+    (py, errs)
+}
+
+/// Run `work` on `workers` scoped threads and gather what they inspected (a thread that
+/// panicked is one error).
+fn on_workers<F>(workers: usize, work: &F, errors: &mut Vec<ProbeError>) -> Vec<Inspected>
+where
+    F: Fn() -> Vec<Inspected> + Sync,
+{
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .stack_size(super::PROBE_STACK)
+                    .spawn_scoped(s, work)
+                    .ok()
+            })
+            .collect();
+        let mut all = Vec::new();
+        for h in handles {
+            match h.join() {
+                Ok(v) => all.extend(v),
+                Err(_) => errors.push(ProbeError::new(
+                    "python",
+                    "an interpreter inspection failed unexpectedly (a bug in envdoctor)",
+                )),
+            }
+        }
+        all
+    })
+}
+
+/// Every interpreter in `found`'s order: the inspected ones, and those the deadline left out
+/// with only what discovery knew (one error says how many).
+fn named_the_rest(
+    out: Vec<Option<Python>>,
+    found: &[Found],
+    errors: &mut Vec<ProbeError>,
+) -> Vec<Python> {
     let mut skipped = 0usize;
     let pythons = out
         .into_iter()

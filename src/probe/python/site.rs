@@ -130,10 +130,9 @@ pub fn layout(
     canonical: Option<&Path>,
     errors: &mut Vec<ProbeError>,
 ) -> Layout {
-    let mut out = Layout::default();
     let exe = lexical_normalize(exe);
     let Some(exe_dir) = exe.parent() else {
-        return out;
+        return Layout::default();
     };
     let site_prefix = exe_dir.parent().unwrap_or(Path::new("/")).to_path_buf();
     // Anything but a directory counts as there: a pyvenv.cfg that cannot be read (a FIFO, a
@@ -141,80 +140,113 @@ pub fn layout(
     let cfg_file = [exe_dir.join("pyvenv.cfg"), site_prefix.join("pyvenv.cfg")]
         .into_iter()
         .find(|f| root.exists(f) && !root.is_dir(f));
-    if let Some(file) = cfg_file {
-        let cfg = match root.read_to_string_lossy(&file) {
-            Ok(text) => parse_pyvenv_cfg(&file, &text),
-            Err(e) => {
-                errors.push(ProbeError::from_root("python", &e));
-                VenvCfg {
-                    file: file.clone(),
-                    include_system_site_packages: true,
-                    ..Default::default()
-                }
-            }
-        };
-        out.kind = PythonKind::Venv;
-        // site.venv(): sys.prefix is the executable's directory's parent.
-        out.prefix = Some(site_prefix.clone());
-        let exe_name = exe.file_name().map(|n| n.to_os_string());
-        let base_exe = cfg.executable.clone().or_else(|| {
-            let home = cfg.home.as_ref()?;
-            let mut names: Vec<PathBuf> = exe_name.iter().map(PathBuf::from).collect();
-            names.extend(["python3", "python"].map(PathBuf::from));
-            let candidates: Vec<PathBuf> = names.iter().map(|n| home.join(n)).collect();
-            candidates
-                .iter()
-                .find(|c| root.exists(c))
-                .or(candidates.first())
-                .cloned()
-        });
-        let base_real = base_exe.as_ref().and_then(|b| root.canonicalize(b).ok());
-        let base_prefix = base_real
-            .as_deref()
-            .or(base_exe.as_deref())
-            .map(prefix_of_exe)
-            .or_else(|| {
-                cfg.home
-                    .as_deref()
-                    .and_then(Path::parent)
-                    .map(Path::to_path_buf)
-            });
-        out.version = cfg.version.or_else(|| {
-            let names = [base_real.as_deref(), Some(exe.as_path())];
-            base_prefix
-                .as_deref()
-                .and_then(|bp| version_from_files(root, env, bp, &names))
-                .or_else(|| version_from_files(root, env, &site_prefix, &names))
-        });
-        out.base_executable = base_exe;
-        out.base_prefix = base_prefix;
-        out.venv = Some(cfg);
+    let mut out = if let Some(file) = cfg_file {
+        let cfg = read_pyvenv_cfg(root, file, errors);
+        venv_layout(root, env, &exe, site_prefix, cfg)
     } else {
-        let real = canonical
-            .map(Path::to_path_buf)
-            .or_else(|| root.canonicalize(&exe).ok());
-        let real_or_named = real.clone().unwrap_or_else(|| exe.clone());
-        let prefix = prefix_of_exe(&real_or_named);
-        out.kind = if root.is_dir(&prefix.join("conda-meta")) {
-            PythonKind::Conda
-        } else if pyenv_version_dir(env, &real_or_named).is_some() {
-            PythonKind::Pyenv
-        } else if matches!(
-            real_or_named.parent().and_then(Path::to_str),
-            Some("/usr/bin" | "/usr/local/bin" | "/bin")
-        ) {
-            PythonKind::System
-        } else {
-            PythonKind::Unknown
-        };
-        out.version = version_from_files(root, env, &prefix, &[Some(&real_or_named), Some(&exe)]);
-        out.prefix = Some(prefix.clone());
-        out.base_prefix = Some(prefix);
-    }
+        plain_layout(root, env, &exe, canonical)
+    };
     if let (Some(bp), Some(v)) = (&out.base_prefix, out.version) {
         out.debian = is_debian(root, bp, v);
     }
     out
+}
+
+/// The `pyvenv.cfg` at `file`; one that cannot be read includes the system site-packages (and
+/// is a probe error).
+fn read_pyvenv_cfg(root: &Root, file: PathBuf, errors: &mut Vec<ProbeError>) -> VenvCfg {
+    match root.read_to_string_lossy(&file) {
+        Ok(text) => parse_pyvenv_cfg(&file, &text),
+        Err(e) => {
+            errors.push(ProbeError::from_root("python", &e));
+            VenvCfg {
+                file,
+                include_system_site_packages: true,
+                ..Default::default()
+            }
+        }
+    }
+}
+
+/// The layout of a venv: its prefix, its base interpreter and base prefix, its version.
+fn venv_layout(root: &Root, env: &Env, exe: &Path, site_prefix: PathBuf, cfg: VenvCfg) -> Layout {
+    let base_exe = cfg
+        .executable
+        .clone()
+        .or_else(|| home_executable(root, &cfg, exe));
+    let base_real = base_exe.as_ref().and_then(|b| root.canonicalize(b).ok());
+    let base_prefix = base_real
+        .as_deref()
+        .or(base_exe.as_deref())
+        .map(prefix_of_exe)
+        .or_else(|| {
+            cfg.home
+                .as_deref()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf)
+        });
+    let version = cfg.version.or_else(|| {
+        let names = [base_real.as_deref(), Some(exe)];
+        base_prefix
+            .as_deref()
+            .and_then(|bp| version_from_files(root, env, bp, &names))
+            .or_else(|| version_from_files(root, env, &site_prefix, &names))
+    });
+    Layout {
+        kind: PythonKind::Venv,
+        // site.venv(): sys.prefix is the executable's directory's parent.
+        prefix: Some(site_prefix),
+        base_prefix,
+        base_executable: base_exe,
+        version,
+        venv: Some(cfg),
+        debian: false,
+    }
+}
+
+/// A venv's base interpreter found from its `home`: the executable's own name there, else
+/// `python3`, else `python` (the first when none exists).
+fn home_executable(root: &Root, cfg: &VenvCfg, exe: &Path) -> Option<PathBuf> {
+    let exe_name = exe.file_name().map(|n| n.to_os_string());
+    let home = cfg.home.as_ref()?;
+    let mut names: Vec<PathBuf> = exe_name.iter().map(PathBuf::from).collect();
+    names.extend(["python3", "python"].map(PathBuf::from));
+    let candidates: Vec<PathBuf> = names.iter().map(|n| home.join(n)).collect();
+    candidates
+        .iter()
+        .find(|c| root.exists(c))
+        .or(candidates.first())
+        .cloned()
+}
+
+/// The layout of an interpreter that is not a venv: conda, pyenv, system or unknown, by where
+/// it really lives.
+fn plain_layout(root: &Root, env: &Env, exe: &Path, canonical: Option<&Path>) -> Layout {
+    let real = canonical
+        .map(Path::to_path_buf)
+        .or_else(|| root.canonicalize(exe).ok());
+    let real_or_named = real.clone().unwrap_or_else(|| exe.to_path_buf());
+    let prefix = prefix_of_exe(&real_or_named);
+    let kind = if root.is_dir(&prefix.join("conda-meta")) {
+        PythonKind::Conda
+    } else if pyenv_version_dir(env, &real_or_named).is_some() {
+        PythonKind::Pyenv
+    } else if matches!(
+        real_or_named.parent().and_then(Path::to_str),
+        Some("/usr/bin" | "/usr/local/bin" | "/bin")
+    ) {
+        PythonKind::System
+    } else {
+        PythonKind::Unknown
+    };
+    let version = version_from_files(root, env, &prefix, &[Some(&real_or_named), Some(exe)]);
+    Layout {
+        kind,
+        prefix: Some(prefix.clone()),
+        base_prefix: Some(prefix),
+        version,
+        ..Default::default()
+    }
 }
 
 /// `bin/..` of an executable (CPython finds the same prefix through its landmark search for the
@@ -420,27 +452,42 @@ pub fn sys_path(
         known: HashSet::new(),
         listings: HashMap::new(),
     };
-    for p in env.split_path("PYTHONPATH") {
-        if p.as_os_str().is_empty() {
-            continue;
-        }
-        let exists = p.is_absolute() && root.exists(&p);
-        let p = if p.is_absolute() {
-            lexical_normalize(&p)
-        } else {
-            p
-        };
-        b.push(p, SysPathOrigin::Pythonpath, exists);
-    }
+    b.add_pythonpath(env);
     let Some(v) = lay.version else {
         return (b.entries, b.listings);
     };
-    // PYTHONHOME replaces the prefix the standard library is found under.
-    let stdlib_prefix = env
-        .get("PYTHONHOME")
-        .map(|h| PathBuf::from(h.split(':').next().unwrap_or(h)))
-        .or_else(|| lay.base_prefix.clone());
-    if let Some(sp) = &stdlib_prefix {
+    b.add_stdlib(env, lay, v);
+    b.add_site_packages(env, lay, v, errors);
+    (b.entries, b.listings)
+}
+
+impl PathBuilder<'_> {
+    /// `PYTHONPATH`, relative entries kept as given (and marked missing).
+    fn add_pythonpath(&mut self, env: &Env) {
+        for p in env.split_path("PYTHONPATH") {
+            if p.as_os_str().is_empty() {
+                continue;
+            }
+            let exists = p.is_absolute() && self.root.exists(&p);
+            let p = if p.is_absolute() {
+                lexical_normalize(&p)
+            } else {
+                p
+            };
+            self.push(p, SysPathOrigin::Pythonpath, exists);
+        }
+    }
+
+    /// The standard library directories under the base prefix (or `PYTHONHOME`).
+    fn add_stdlib(&mut self, env: &Env, lay: &Layout, v: PyVersion) {
+        // PYTHONHOME replaces the prefix the standard library is found under.
+        let stdlib_prefix = env
+            .get("PYTHONHOME")
+            .map(|h| PathBuf::from(h.split(':').next().unwrap_or(h)))
+            .or_else(|| lay.base_prefix.clone());
+        let Some(sp) = &stdlib_prefix else {
+            return;
+        };
         let lib = sp.join("lib");
         let zip = lib.join(format!("python{}{}.zip", v.major, v.minor));
         let std = lib.join(format!("python{}", v.xy()));
@@ -452,48 +499,58 @@ pub fn sys_path(
         }
         stdlib.push(dynload);
         for p in stdlib {
-            let exists = root.exists(&p);
-            b.push(p, SysPathOrigin::Stdlib, exists);
+            let exists = self.root.exists(&p);
+            self.push(p, SysPathOrigin::Stdlib, exists);
         }
     }
-    let in_venv = lay.venv.is_some();
-    let system_site = lay
-        .venv
-        .as_ref()
-        .map(|c| c.include_system_site_packages)
-        .unwrap_or(true);
-    if let (Some(cfg_prefix), true) = (&lay.prefix, in_venv) {
-        for d in site_packages(cfg_prefix, v, lay.debian, true) {
-            b.add_site_dir(d, SysPathOrigin::Site, errors);
+
+    /// The site directories with their `.pth` files: the venv's own, the user site, the
+    /// system's (each as the venv's `pyvenv.cfg` and the environment allow).
+    fn add_site_packages(
+        &mut self,
+        env: &Env,
+        lay: &Layout,
+        v: PyVersion,
+        errors: &mut Vec<ProbeError>,
+    ) {
+        let in_venv = lay.venv.is_some();
+        let system_site = lay
+            .venv
+            .as_ref()
+            .map(|c| c.include_system_site_packages)
+            .unwrap_or(true);
+        if let (Some(cfg_prefix), true) = (&lay.prefix, in_venv) {
+            for d in site_packages(cfg_prefix, v, lay.debian, true) {
+                self.add_site_dir(d, SysPathOrigin::Site, errors);
+            }
         }
-    }
-    let user_site_enabled = system_site && env.get("PYTHONNOUSERSITE").is_none();
-    if user_site_enabled {
-        let user_base = env
-            .get("PYTHONUSERBASE")
-            .map(PathBuf::from)
-            .or_else(|| env.home().map(|h| h.join(".local")));
-        if let Some(ub) = user_base {
-            let dir = ub
-                .join("lib")
-                .join(format!("python{}", v.xy()))
-                .join("site-packages");
-            b.add_site_dir(lexical_normalize(&dir), SysPathOrigin::UserSite, errors);
+        let user_site_enabled = system_site && env.get("PYTHONNOUSERSITE").is_none();
+        if user_site_enabled {
+            let user_base = env
+                .get("PYTHONUSERBASE")
+                .map(PathBuf::from)
+                .or_else(|| env.home().map(|h| h.join(".local")));
+            if let Some(ub) = user_base {
+                let dir = ub
+                    .join("lib")
+                    .join(format!("python{}", v.xy()))
+                    .join("site-packages");
+                self.add_site_dir(lexical_normalize(&dir), SysPathOrigin::UserSite, errors);
+            }
         }
-    }
-    if system_site {
-        if let Some(bp) = &lay.base_prefix {
-            let origin = if in_venv {
-                SysPathOrigin::SystemSite
-            } else {
-                SysPathOrigin::Site
-            };
-            for d in site_packages(bp, v, lay.debian, in_venv) {
-                b.add_site_dir(d, origin, errors);
+        if system_site {
+            if let Some(bp) = &lay.base_prefix {
+                let origin = if in_venv {
+                    SysPathOrigin::SystemSite
+                } else {
+                    SysPathOrigin::Site
+                };
+                for d in site_packages(bp, v, lay.debian, in_venv) {
+                    self.add_site_dir(d, origin, errors);
+                }
             }
         }
     }
-    (b.entries, b.listings)
 }
 
 #[cfg(test)]
