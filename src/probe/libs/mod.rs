@@ -57,7 +57,7 @@ use crate::snapshot::libs::{Framework, Library, LoadResult, RunningJob};
 use crate::snapshot::ProbeError;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Time kept back from the deadline to kill children and hand the facts over.
 const MARGIN: Duration = Duration::from_millis(200);

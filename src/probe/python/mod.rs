@@ -30,7 +30,6 @@ use super::{Apply, Context};
 use crate::root::{Env, Root};
 use crate::snapshot::{ProbeError, Python};
 use discovery::Found;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// The probe entry point (registered as `python`).
@@ -83,41 +82,30 @@ pub fn inspect_all_with(
     errors: &mut Vec<ProbeError>,
     machine: Option<&str>,
 ) -> Vec<Python> {
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(found.len())
-        .max(1);
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut done: Vec<Inspected> = Vec::new();
-        loop {
-            if Instant::now() >= deadline {
-                break;
+    let slots = super::pool::map_in_order(found, deadline, |f| {
+        inspect_one(root, env, f, machine)
+    });
+    let out = slots
+        .into_iter()
+        .map(|slot| match slot {
+            super::pool::Slot::Done((py, errs)) => {
+                errors.extend(errs);
+                Some(py)
             }
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(f) = found.get(i) else { break };
-            let (py, errs) = inspect_one(root, env, f, machine);
-            done.push((i, py, errs));
-        }
-        done
-    };
-    let mut results: Vec<Inspected> = if workers == 1 {
-        work()
-    } else {
-        on_workers(workers, &work, errors)
-    };
-    results.sort_by_key(|r| r.0);
-    let mut out: Vec<Option<Python>> = vec![None; found.len()];
-    for (i, py, errs) in results {
-        out[i] = Some(py);
-        errors.extend(errs);
-    }
+            // inspect_one catches its own panics; a slot that still panicked keeps only what
+            // discovery knew, like one the deadline left out.
+            super::pool::Slot::Panicked => {
+                errors.push(ProbeError::new(
+                    "python",
+                    "an interpreter inspection failed unexpectedly (a bug in envdoctor)",
+                ));
+                None
+            }
+            super::pool::Slot::Skipped => None,
+        })
+        .collect();
     named_the_rest(out, found, errors)
 }
-
-/// One interpreter inspected: its index in `found`, its facts, its errors.
-type Inspected = (usize, Python, Vec<ProbeError>);
 
 /// Inspect one interpreter (a panic keeps only what discovery knew) and, with `machine`, check
 /// its requirements.
@@ -152,35 +140,6 @@ fn inspect_one(
         py.unmet_requirements_omitted = omitted;
     }
     (py, errs)
-}
-
-/// Run `work` on `workers` scoped threads and gather what they inspected (a thread that
-/// panicked is one error).
-fn on_workers<F>(workers: usize, work: &F, errors: &mut Vec<ProbeError>) -> Vec<Inspected>
-where
-    F: Fn() -> Vec<Inspected> + Sync,
-{
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .filter_map(|_| {
-                std::thread::Builder::new()
-                    .stack_size(super::PROBE_STACK)
-                    .spawn_scoped(s, work)
-                    .ok()
-            })
-            .collect();
-        let mut all = Vec::new();
-        for h in handles {
-            match h.join() {
-                Ok(v) => all.extend(v),
-                Err(_) => errors.push(ProbeError::new(
-                    "python",
-                    "an interpreter inspection failed unexpectedly (a bug in envdoctor)",
-                )),
-            }
-        }
-        all
-    })
 }
 
 /// Every interpreter in `found`'s order: the inspected ones, and those the deadline left out
