@@ -384,7 +384,7 @@ fn flattened_text() -> String {
 fn flatten_gives_the_recorded_facts() {
     let got = flattened_text();
     let path = repo("tests/golden/compare/facts.txt");
-    if std::env::var_os("ENVDOCTOR_RECORD_FACTS").is_some() {
+    if std::env::var_os("ENVDOCTOR_UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, &got).unwrap();
     }
     let want = std::fs::read_to_string(&path).unwrap();

@@ -80,11 +80,23 @@ pub fn flatten(
             w.facts.extend(verdict_facts(vs));
         }
     }
-    w.run(&serde_json::to_value(snap).unwrap_or_default());
+    // The walked value is freed off the caller's path.
+    let value = walked_value(snap);
+    w.run(&value);
+    crate::snapshot::drop_json_off_path(value);
     Flat {
         facts: w.facts,
         entities: w.entities,
     }
+}
+
+/// The snapshot's JSON as the walk reads it. Packages are most of a large snapshot's JSON:
+/// they are left out, and the walk reads them from the typed snapshot (`walk::packages`).
+fn walked_value(snap: &Snapshot) -> serde_json::Value {
+    crate::snapshot::python::with_package_fields_skipped(
+        crate::snapshot::python::SKIP_ALL_PACKAGES,
+        || serde_json::to_value(snap).unwrap_or_default(),
+    )
 }
 
 /// The rule verdicts as facts: `verdicts[rule subject]` (numbered when a rule fires twice on
@@ -148,7 +160,7 @@ pub fn reached(snap: &Snapshot, labels: &[String]) -> BTreeSet<String> {
     };
     let mut w = Walk::new(RULES, snap, labels, &opts);
     w.reached = Some(BTreeSet::new());
-    w.run(&serde_json::to_value(snap).unwrap_or_default());
+    w.run(&walked_value(snap));
     w.reached.unwrap_or_default()
 }
 

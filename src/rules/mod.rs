@@ -246,7 +246,7 @@ impl RuleSet {
     pub fn check(&self, snap: &Snapshot) -> Vec<Finding> {
         let root = self.view(snap);
         let found = crate::timings::span("rules: evaluate", || self.check_value(&root));
-        drop_off_path(root);
+        crate::snapshot::drop_json_off_path(root);
         found
     }
 
@@ -342,7 +342,7 @@ impl RuleSet {
         }
         sort_findings(&mut out);
         crate::timings::record("rules: evaluate", evaluating.elapsed());
-        drop_off_path(root);
+        crate::snapshot::drop_json_off_path(root);
         (out, stopped)
     }
 
@@ -511,14 +511,6 @@ impl Default for EvalLimits {
 
 /// Default evaluation budget of one rule (the whole shipped pack takes milliseconds).
 pub const DEFAULT_RULE_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Freeing a view of 20,000 packages takes as long as evaluating it: do it off the caller's
-/// path (the CLI usually exits before it is done).
-fn drop_off_path(root: Value) {
-    let _ = std::thread::Builder::new()
-        .name("drop-rule-view".into())
-        .spawn(move || drop(root));
-}
 
 /// A parameter value from text: an integer, a float, true/false, else the string.
 pub fn parse_scalar(s: &str) -> Value {

@@ -38,7 +38,7 @@ pub struct Python {
     #[serde(default)]
     pub sys_path: Vec<SysPathEntry>,
     /// Installed distributions, one per (name, location), sorted by name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "skip_packages")]
     pub packages: Vec<Package>,
     /// Distributions present in two or more places on the import path.
     #[serde(default)]
@@ -336,6 +336,14 @@ pub fn with_package_fields_skipped<T>(mask: u8, f: impl FnOnce() -> T) -> T {
     }
     let _reset = Reset(SKIP_PACKAGE_FIELDS.with(|s| s.replace(mask)));
     f()
+}
+
+/// Bit of the [`with_package_fields_skipped`] mask that leaves every interpreter's `packages`
+/// out (`compare` reads them from the typed snapshot: their JSON is most of a large one).
+pub const SKIP_ALL_PACKAGES: u8 = 1 << 7;
+
+fn skip_packages(_: &[Package]) -> bool {
+    skipped(7)
 }
 
 fn skipped(bit: u8) -> bool {

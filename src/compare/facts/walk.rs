@@ -194,6 +194,8 @@ pub(crate) struct Walk<'a> {
     rules: &'static [Rule],
     labels: &'a [String],
     label_of: HashMap<&'a str, &'a str>,
+    /// The typed interpreters by path (their packages are not in the walked JSON).
+    pythons: HashMap<&'a str, &'a crate::snapshot::python::Python>,
     /// The schema paths whose values the walk read (only when asked for).
     pub reached: Option<BTreeSet<String>>,
 }
@@ -220,6 +222,7 @@ impl<'a> Walk<'a> {
                 .zip(labels)
                 .map(|(p, l)| (p.path.as_str(), l.as_str()))
                 .collect(),
+            pythons: snap.pythons.iter().map(|p| (p.path.as_str(), p)).collect(),
             reached: None,
         }
     }
@@ -521,18 +524,20 @@ fn env_is_ml(name: &str) -> bool {
 /// `pythons[].packages`: one fact per name, the copy `import` sees (shadowed copies are their
 /// own fact). Packages are sorted by name; the winner is the first of its name unless
 /// `shadowed` names another location (what `Python::package` does, without its linear scans).
-pub(crate) fn packages(w: &mut Walk, x: &Value, py: &Value, at: &At) {
-    let Some(pkgs) = x.as_array() else { return };
-    let winners: HashMap<&str, &str> = py["shadowed"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
+/// Read from the typed interpreter: the walked JSON leaves packages out (`walked_value`).
+pub(crate) fn packages(w: &mut Walk, _: &Value, py: &Value, at: &At) {
+    let Some(typed) = w.pythons.get(str_of(py, "path")).copied() else {
+        return;
+    };
+    let pkgs = &typed.packages;
+    let winners: HashMap<&str, &str> = typed
+        .shadowed
         .iter()
-        .map(|s| (str_of(s, "name"), str_of(&s["winner"], "location")))
+        .map(|s| (s.name.as_str(), s.winner.location.as_str()))
         .collect();
     let mut last: Option<&str> = None;
     for (i, p) in pkgs.iter().enumerate() {
-        let name = str_of(p, "name");
+        let name = p.name.as_str();
         if last == Some(name) {
             continue;
         }
@@ -540,20 +545,20 @@ pub(crate) fn packages(w: &mut Walk, x: &Value, py: &Value, at: &At) {
         let win = match winners.get(name) {
             Some(loc) => pkgs[i..]
                 .iter()
-                .take_while(|q| str_of(q, "name") == name)
-                .find(|q| str_of(q, "location") == *loc)
+                .take_while(|q| q.name == name)
+                .find(|q| q.location == *loc)
                 .unwrap_or(p),
             None => p,
         };
         let mut here = at.clone();
         here.key = format!("{}[{name}]", at.key);
         here.ml = is_ml_package(name);
-        here.kind = if win["version_valid"] == Value::Bool(true) {
+        here.kind = if win.version_valid {
             ValueKind::Pep440
         } else {
             ValueKind::Text
         };
-        w.push(&here, str_of(win, "version").to_string());
+        w.push(&here, win.version.clone());
     }
 }
 

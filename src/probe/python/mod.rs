@@ -82,9 +82,7 @@ pub fn inspect_all_with(
     errors: &mut Vec<ProbeError>,
     machine: Option<&str>,
 ) -> Vec<Python> {
-    let slots = super::pool::map_in_order(found, deadline, |f| {
-        inspect_one(root, env, f, machine)
-    });
+    let slots = super::pool::map_in_order(found, deadline, |f| inspect_one(root, env, f, machine));
     let out = slots
         .into_iter()
         .map(|slot| match slot {
