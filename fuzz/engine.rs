@@ -300,8 +300,11 @@ fn install_abort_handler(path: &Path) {
     }
 }
 
-fn now_ms(epoch: Instant) -> u64 {
-    epoch.elapsed().as_millis() as u64 + 1
+/// Milliseconds since the process's first call (one epoch for every target: a watchdog that
+/// outlives its target by one sleep compares times of the same clock).
+fn now_ms() -> u64 {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
 }
 
 /// What to run: a time limit, an exec limit, or both (whichever comes first).
@@ -322,7 +325,6 @@ pub fn run(t: &Target, seeds: &[Vec<u8>], budget: Budget, seed: u64, crash_dir: 
     };
     let _ = std::fs::create_dir_all(crash_dir);
     install_abort_handler(&crash_dir.join(format!("{}-abort.bin", t.name)));
-    let epoch = Instant::now();
     // Watchdog: an input stuck past `hang` is saved and the process aborted (no way to stop a
     // parser thread from outside).
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -330,11 +332,16 @@ pub fn run(t: &Target, seeds: &[Vec<u8>], budget: Budget, seed: u64, crash_dir: 
         let stop = Arc::clone(&stop);
         let hang_ms = budget.hang.as_millis() as u64;
         let hang_file = crash_dir.join(format!("{}-hang.bin", t.name));
+        let name = t.name;
         std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
+            loop {
                 std::thread::sleep(Duration::from_millis(200));
+                // Checked after the sleep: the next target's inputs are not this one's.
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
                 let started = STARTED_MS.load(Ordering::SeqCst);
-                if started > 0 && now_ms(epoch).saturating_sub(started) > hang_ms {
+                if started > 0 && now_ms().saturating_sub(started) > hang_ms {
                     let ptr = CURRENT_PTR.load(Ordering::SeqCst);
                     let len = CURRENT_LEN.load(Ordering::SeqCst);
                     if !ptr.is_null() {
@@ -343,9 +350,7 @@ pub fn run(t: &Target, seeds: &[Vec<u8>], budget: Budget, seed: u64, crash_dir: 
                         let _ = std::fs::write(&hang_file, data);
                     }
                     eprintln!(
-                        "fuzz: {} input ran over {} ms: saved to {}",
-                        hang_file.display(),
-                        hang_ms,
+                        "fuzz: {name}: an input ran over {hang_ms} ms: saved to {}",
                         hang_file.display()
                     );
                     std::process::abort();
@@ -404,7 +409,7 @@ pub fn run(t: &Target, seeds: &[Vec<u8>], budget: Budget, seed: u64, crash_dir: 
         };
         CURRENT_PTR.store(input.as_ptr() as *mut u8, Ordering::SeqCst);
         CURRENT_LEN.store(input.len(), Ordering::SeqCst);
-        STARTED_MS.store(now_ms(epoch), Ordering::SeqCst);
+        STARTED_MS.store(now_ms(), Ordering::SeqCst);
         let t0 = Instant::now();
         let r = catch_unwind(AssertUnwindSafe(|| (t.run)(&mut scratch, &input)));
         let took = t0.elapsed();
@@ -430,7 +435,7 @@ pub fn run(t: &Target, seeds: &[Vec<u8>], budget: Budget, seed: u64, crash_dir: 
         }
     }
     CURRENT_PTR.store(std::ptr::null_mut(), Ordering::SeqCst);
-    stop.store(true, Ordering::Relaxed);
+    stop.store(true, Ordering::SeqCst);
     std::panic::set_hook(prev_hook);
     stats.elapsed = start.elapsed();
     stats
