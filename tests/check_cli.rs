@@ -2,15 +2,9 @@
 //! user rule files (good, broken, replacing a shipped rule), colour, and no false alarms on a
 //! healthy machine (a fresh venv made here, and this machine itself).
 
-use assert_cmd::Command;
+use crate::common::cli;
 use serde_json::Value;
 use std::path::Path;
-
-fn envdoctor() -> Command {
-    let mut c = Command::cargo_bin("envdoctor").unwrap();
-    c.env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
-    c
-}
 
 /// A saved snapshot where a torch 2.6 interpreter meets a checkpoint that pickles a custom class.
 fn failing_snapshot(dir: &Path) -> std::path::PathBuf {
@@ -39,7 +33,7 @@ fn failing_snapshot(dir: &Path) -> std::path::PathBuf {
 fn check_from_a_snapshot_reports_the_finding_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let snap = failing_snapshot(dir.path());
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["check", "--from"])
         .arg(&snap)
         .output()
@@ -69,7 +63,7 @@ fn check_from_a_snapshot_reports_the_finding_and_exits_1() {
         "no colour when stdout is not a terminal"
     );
 
-    envdoctor()
+    cli::cmd()
         .args(["check", "--fail-on", "never", "--from"])
         .arg(&snap)
         .assert()
@@ -80,7 +74,7 @@ fn check_from_a_snapshot_reports_the_finding_and_exits_1() {
 fn json_output_is_clean_json_with_findings_and_the_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let snap = failing_snapshot(dir.path());
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["check", "--format", "json", "--from"])
         .arg(&snap)
         .output()
@@ -101,7 +95,7 @@ fn json_output_is_clean_json_with_findings_and_the_snapshot() {
 fn markdown_output_has_a_table_and_details() {
     let dir = tempfile::tempdir().unwrap();
     let snap = failing_snapshot(dir.path());
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["check", "--format", "markdown", "--from"])
         .arg(&snap)
         .output()
@@ -119,14 +113,14 @@ fn markdown_output_has_a_table_and_details() {
 fn colour_only_when_forced_and_never_under_no_color() {
     let dir = tempfile::tempdir().unwrap();
     let snap = failing_snapshot(dir.path());
-    let forced = envdoctor()
+    let forced = cli::cmd()
         .env("CLICOLOR_FORCE", "1")
         .args(["check", "--from"])
         .arg(&snap)
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&forced.stdout).contains('\u{1b}'));
-    let no = envdoctor()
+    let no = cli::cmd()
         .env("CLICOLOR_FORCE", "1")
         .env("NO_COLOR", "1")
         .args(["check", "--from"])
@@ -141,7 +135,7 @@ fn bad_snapshots_are_exit_2_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("trunc.json");
     std::fs::write(&bad, "{\"schema_version\": 1, \"pyth").unwrap();
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["check", "--from"])
         .arg(&bad)
         .output()
@@ -152,7 +146,7 @@ fn bad_snapshots_are_exit_2_naming_the_file() {
         err.contains("trunc.json") && err.contains("not valid JSON"),
         "{err}"
     );
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["check", "--from", "/nonexistent/x.json"])
         .output()
         .unwrap();
@@ -187,7 +181,7 @@ fn user_rules_are_added_tested_and_can_replace_shipped_ones() {
     std::fs::write(rules.join("team.yaml"), USER_RULE).unwrap();
     let snap = failing_snapshot(dir.path());
 
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["check", "--fail-on", "warning", "--rules"])
         .arg(&rules)
         .arg("--from")
@@ -201,7 +195,7 @@ fn user_rules_are_added_tested_and_can_replace_shipped_ones() {
         "{text}"
     );
 
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["rules", "test"])
         .arg(&rules)
         .output()
@@ -219,14 +213,14 @@ fn user_rules_are_added_tested_and_can_replace_shipped_ones() {
             "version: \"99.0\"}]}]}\n        expect: fire",
         );
     std::fs::write(rules.join("team.yaml"), replacement).unwrap();
-    envdoctor()
+    cli::cmd()
         .args(["check", "--rules"])
         .arg(&rules)
         .arg("--from")
         .arg(&snap)
         .assert()
         .code(0);
-    let shown = envdoctor()
+    let shown = cli::cmd()
         .args([
             "rules",
             "show",
@@ -251,7 +245,7 @@ fn a_broken_user_rule_file_is_exit_2_with_file_line_and_column() {
         ),
     )
     .unwrap();
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["check", "--rules"])
         .arg(&file)
         .output()
@@ -262,7 +256,7 @@ fn a_broken_user_rule_file_is_exit_2_with_file_line_and_column() {
     assert!(err.contains("verison"), "{err}");
 
     std::fs::write(&file, "rules:\n  - id: x\n    title: [unclosed\n").unwrap();
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["rules", "lint"])
         .arg(&file)
         .output()
@@ -276,7 +270,7 @@ fn rules_test_reports_a_failing_case_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r.yaml");
     std::fs::write(&file, USER_RULE.replace("expect: quiet", "expect: fire")).unwrap();
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["rules", "test"])
         .arg(&file)
         .output()
@@ -292,15 +286,15 @@ fn rules_test_reports_a_failing_case_and_exits_1() {
 
 #[test]
 fn the_shipped_pack_lists_tests_and_lints_clean() {
-    let out = envdoctor().args(["rules", "test"]).output().unwrap();
+    let out = cli::cmd().args(["rules", "test"]).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    envdoctor().args(["rules", "lint"]).assert().code(0);
-    let out = envdoctor()
+    cli::cmd().args(["rules", "lint"]).assert().code(0);
+    let out = cli::cmd()
         .args(["rules", "list", "--format", "json"])
         .output()
         .unwrap();
@@ -310,7 +304,7 @@ fn the_shipped_pack_lists_tests_and_lints_clean() {
 
 #[test]
 fn explain_prints_fixed_sections() {
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["explain", "ckpt-rnn-pre-tf12-names"])
         .output()
         .unwrap();
@@ -331,7 +325,7 @@ fn explain_prints_fixed_sections() {
         at += i;
     }
     assert!(t.contains("Key [\\w/]*(lstm|gru|rnn)_cell"), "{t}");
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["explain", "no-such-rule"])
         .output()
         .unwrap();
@@ -363,7 +357,7 @@ fn no_error_finding_on_a_fresh_venv() {
         ok,
         "python3 -m venv must work here (CI installs python3-venv)"
     );
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["check", "--format", "json", "--no-load", "--project"])
         .arg(&proj)
         .output()
@@ -402,7 +396,7 @@ fn the_readme_rule_example_loads_and_its_tests_pass() {
     let end = start + readme[start..].find("```").unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("torch.yaml"), &readme[start..end]).unwrap();
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["rules", "test"])
         .arg(dir.path())
         .output()
@@ -415,7 +409,7 @@ fn the_readme_rule_example_loads_and_its_tests_pass() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("2 passed, 0 failed"));
-    envdoctor()
+    cli::cmd()
         .args(["rules", "lint"])
         .arg(dir.path())
         .assert()
@@ -440,7 +434,7 @@ fn no_error_finding_on_a_venv_with_numpy_and_h5py() {
     if pypi::need("a venv with numpy and h5py", made).is_none() {
         return;
     }
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["check", "--format", "json", "--project"])
         .arg(&proj)
         .output()

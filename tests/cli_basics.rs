@@ -1,16 +1,12 @@
 //! The command-line contract that every subcommand shares: exit codes for bad arguments, output
 //! files, clean JSON on stdout, and a quiet closed pipe.
 
-use assert_cmd::Command;
+use crate::common::cli;
 use std::process::Stdio;
-
-fn envdoctor() -> Command {
-    Command::cargo_bin("envdoctor").expect("binary built")
-}
 
 #[test]
 fn a_missing_root_is_exit_2_naming_it() {
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["snapshot", "--root", "/definitely/not/here"])
         .output()
         .unwrap();
@@ -22,7 +18,7 @@ fn a_missing_root_is_exit_2_naming_it() {
 
 #[test]
 fn a_bad_deadline_is_exit_2() {
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["snapshot", "--deadline", "0"])
         .output()
         .unwrap();
@@ -33,9 +29,7 @@ fn a_bad_deadline_is_exit_2() {
 #[test]
 fn snapshot_of_an_empty_root_is_clean_json_and_exit_0() {
     let dir = tempfile::tempdir().unwrap();
-    let out = envdoctor()
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
+    let out = cli::bare()
         .args(["snapshot", "--root"])
         .arg(dir.path())
         .output()
@@ -60,7 +54,7 @@ fn snapshot_of_an_empty_root_is_clean_json_and_exit_0() {
 fn output_file_is_written_and_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("snap.json");
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["snapshot", "--root"])
         .arg(dir.path())
         .arg("-o")
@@ -76,7 +70,7 @@ fn output_file_is_written_and_round_trips() {
 
 #[test]
 fn an_unwritable_output_is_exit_2_naming_the_file() {
-    let out = envdoctor()
+    let out = cli::cmd()
         .args([
             "snapshot",
             "--root",
@@ -117,12 +111,12 @@ fn a_closed_pipe_is_not_an_error() {
 
 #[test]
 fn help_lists_examples_and_exit_codes() {
-    let out = envdoctor().arg("--help").output().unwrap();
+    let out = cli::cmd().arg("--help").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("Examples:") && text.contains("Exit codes:"),
         "{text}"
     );
-    let out = envdoctor().arg("--version").output().unwrap();
+    let out = cli::cmd().arg("--version").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("envdoctor "));
 }

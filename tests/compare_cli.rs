@@ -12,7 +12,7 @@
 //!   twice: exit 0 with a note.
 //! - The verdict hook through the library API, with a closure, on real snapshots.
 
-use assert_cmd::Command;
+use crate::common::cli;
 use envdoctor::compare::{self, ChangeKind, CompareOptions, CompareReport, Rank, Verdict};
 use envdoctor::Snapshot;
 use std::path::{Path, PathBuf};
@@ -23,16 +23,9 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn envdoctor() -> Command {
-    let mut c = Command::cargo_bin("envdoctor").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
-
 /// `envdoctor snapshot --root ROOT --project PROJECT -o OUT` with only HOME and PATH set.
 fn snapshot_to(root: &Path, home: &str, out: &Path) {
-    let o = envdoctor()
-        .env_clear()
+    let o = cli::empty()
         .env("HOME", home)
         .env("PATH", format!("{home}/proj/.venv/bin:/usr/bin:/bin"))
         .args(["snapshot", "--no-load", "--root"])
@@ -101,7 +94,7 @@ fn set_version(site: &Path, name: &str, from: &str, to: &str) {
 }
 
 fn compare_json(files: &[&Path], extra: &[&str]) -> (i32, CompareReport) {
-    let o = envdoctor()
+    let o = cli::plain()
         .arg("compare")
         .args(files)
         .args(["--format", "json"])
@@ -193,7 +186,7 @@ fn interpreters_line_up_by_role_across_home_directories() {
     // alice and carol: same machine, different users: no drift.
     let (code, r) = compare_json(&[&t.dir.join("a.json"), &t.dir.join("c.json")], &[]);
     assert_eq!(code, 0, "{:?}", r.changes);
-    envdoctor()
+    cli::plain()
         .arg("compare")
         .arg(t.dir.join("a.json"))
         .arg(t.dir.join("c.json"))
@@ -259,7 +252,7 @@ fn unmatched_interpreters_are_listed() {
             .any(|c| c.fact.starts_with("pythons[project-venv:.venv].packages")),
         "packages of an unmatched interpreter are not listed one by one"
     );
-    let text = envdoctor()
+    let text = cli::plain()
         .arg("compare")
         .args([&a, &b])
         .output()
@@ -284,7 +277,7 @@ fn volatile_facts_only_with_all() {
     s["collected_at"] = "2099-01-01T00:00:00Z".into();
     s["host"]["live"]["memory_available_mib"] = 1.into();
     std::fs::write(&b, serde_json::to_string(&s).unwrap()).unwrap();
-    envdoctor().arg("compare").args([&a, &b]).assert().code(0);
+    cli::plain().arg("compare").args([&a, &b]).assert().code(0);
     let (code, r) = compare_json(&[&a, &b], &["--all"]);
     assert_eq!(code, 1);
     let facts: Vec<&str> = r.changes.iter().map(|c| c.fact.as_str()).collect();
@@ -296,7 +289,7 @@ fn volatile_facts_only_with_all() {
 
 /// Run compare on `files`; expect exit 2 and a stderr naming `names` and saying `what`.
 fn refused(files: &[&Path], names: &Path, what: &str) {
-    let o = envdoctor().arg("compare").args(files).output().unwrap();
+    let o = cli::plain().arg("compare").args(files).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(o.stdout.is_empty(), "nothing on stdout");
@@ -342,7 +335,7 @@ fn bad_input_is_refused_naming_the_file() {
             ),
     );
     refused(&[&good, &newer], &newer, "schema_version 7");
-    let o = envdoctor()
+    let o = cli::plain()
         .arg("compare")
         .args([&good, &newer])
         .output()
@@ -365,10 +358,10 @@ fn bad_input_is_refused_naming_the_file() {
     refused(&[&good, &good, &empty], &empty, "empty");
 
     // One file only: a usage error (clap), exit 2.
-    envdoctor().arg("compare").arg(&good).assert().code(2);
+    cli::plain().arg("compare").arg(&good).assert().code(2);
 
     // The same file twice: no drift, exit 0, and a note naming it.
-    let o = envdoctor()
+    let o = cli::plain()
         .arg("compare")
         .args([&good, &good])
         .output()
@@ -426,7 +419,7 @@ fn verdict_hook_ranks_new_findings_first_on_real_snapshots() {
 
 #[test]
 fn help_documents_formats_sections_and_exit_codes() {
-    let o = envdoctor().args(["compare", "--help"]).output().unwrap();
+    let o = cli::plain().args(["compare", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&o.stdout);
     for word in [
         "--format",
@@ -445,9 +438,8 @@ fn help_documents_formats_sections_and_exit_codes() {
 fn colour_only_when_asked_and_never_under_no_color() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/snapshots/compare");
     let run = |no_color: Option<&str>| {
-        let mut c = Command::cargo_bin("envdoctor").unwrap();
+        let mut c = cli::cmd();
         c.current_dir(&dir)
-            .env_remove("NO_COLOR")
             .env("CLICOLOR_FORCE", "1")
             .args(["compare", "a.json", "b.json"]);
         if let Some(v) = no_color {
@@ -461,11 +453,8 @@ fn colour_only_when_asked_and_never_under_no_color() {
     );
     assert!(!run(Some("1")).contains('\u{1b}'), "NO_COLOR wins");
     // Piped, not forced: plain (the default case of every other test here).
-    let plain = Command::cargo_bin("envdoctor")
-        .unwrap()
+    let plain = cli::cmd()
         .current_dir(&dir)
-        .env_remove("NO_COLOR")
-        .env_remove("CLICOLOR_FORCE")
         .args(["compare", "a.json", "b.json"])
         .output()
         .unwrap();
@@ -494,7 +483,12 @@ fn the_shipped_rules_rank_a_new_finding_first() {
     let b = dir.path().join("b.json");
     std::fs::write(&a, snap("2.5.1")).unwrap();
     std::fs::write(&b, snap("2.6.0")).unwrap();
-    let out = envdoctor().arg("compare").arg(&a).arg(&b).output().unwrap();
+    let out = cli::plain()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     let hit = text
@@ -504,7 +498,7 @@ fn the_shipped_rules_rank_a_new_finding_first() {
         .find("packages[torch]  2.5.1  ->  2.6.0")
         .unwrap_or_else(|| panic!("{text}"));
     assert!(hit < pkg, "the verdict comes first:\n{text}");
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["compare", "--no-rules"])
         .arg(&a)
         .arg(&b)

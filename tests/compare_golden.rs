@@ -3,20 +3,18 @@
 //! The inputs are checked in under `fixtures/snapshots/compare/` (made from fixture-machine
 //! snapshots by `make.py` there); the expected outputs under `tests/golden/compare/`. Output is
 //! made deterministic with `NO_COLOR=1` and relative file names; only the comparing envdoctor's
-//! own version is redacted from the JSON. `ENVDOCTOR_UPDATE_GOLDEN=1 cargo test --test
-//! compare_golden` rewrites the goldens (review the diff before committing).
+//! own version is redacted from the JSON. The goldens are insta snapshots;
+//! `INSTA_UPDATE=always cargo test --test integration golden` rewrites them (read `git diff`
+//! before committing).
 
-use assert_cmd::Command;
+use crate::common::cli;
 use envdoctor::compare::CompareReport;
 use std::path::Path;
 
 fn run(args: &[&str]) -> (i32, String) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/snapshots/compare");
-    let out = Command::cargo_bin("envdoctor")
-        .unwrap()
+    let out = cli::plain()
         .current_dir(&dir)
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE")
         .arg("compare")
         .args(args)
         .output()
@@ -32,38 +30,17 @@ fn run(args: &[&str]) -> (i32, String) {
     )
 }
 
+/// Check `actual` against the snapshot `tests/golden/compare/NAME.snap`; insta compares without
+/// trailing whitespace, so the single final newline is checked here.
 fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/compare")
-        .join(name);
-    if std::env::var_os("ENVDOCTOR_UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    if expected != actual {
-        let first = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{name} differs from the golden file from line {}:\n--- expected\n{}\n--- actual\n{}\n\
-             (ENVDOCTOR_UPDATE_GOLDEN=1 cargo test --test integration compare_golden rewrites it)",
-            first + 1,
-            expected
-                .lines()
-                .skip(first)
-                .take(5)
-                .collect::<Vec<_>>()
-                .join("\n"),
-            actual
-                .lines()
-                .skip(first)
-                .take(5)
-                .collect::<Vec<_>>()
-                .join("\n"),
-        );
-    }
+    assert_eq!(&actual[actual.trim_end().len()..], "\n", "how {name} ends");
+    insta::with_settings!({
+        snapshot_path => "golden/compare",
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(name, actual);
+    });
 }
 
 fn redact(json: &str) -> String {

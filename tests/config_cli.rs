@@ -5,24 +5,12 @@
 //! error (a checkpoint that needs `weights_only=False`) and a warning (64 MiB /dev/shm in a
 //! container, parameter `min_mib`).
 
-use assert_cmd::Command;
+use crate::common::cli;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 const CKPT: &str = "ckpt-torch-needs-weights-only-false";
 const SHM: &str = "shm-small-in-container";
-
-/// The binary with no ENVDOCTOR_* configuration from the caller's environment, run in `dir`.
-fn envdoctor(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("envdoctor").unwrap();
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("ENVDOCTOR_") {
-            c.env_remove(k);
-        }
-    }
-    c.current_dir(dir);
-    c
-}
 
 /// A project directory (with `.git`, so the search stops there) and the snapshot in it.
 fn project() -> (tempfile::TempDir, PathBuf) {
@@ -58,7 +46,8 @@ fn check(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> (i32, Vec<(String, String)>, String) {
-    let mut c = envdoctor(dir);
+    let mut c = cli::cmd();
+    c.current_dir(dir);
     c.args(["check", "--format", "json", "--from"])
         .arg(snap)
         .args(extra);
@@ -90,7 +79,8 @@ fn check(
 
 /// A run that must fail with exit 2: its stderr.
 fn check_err(dir: &Path, snap: &Path, extra: &[&str], env: &[(&str, &str)]) -> String {
-    let mut c = envdoctor(dir);
+    let mut c = cli::cmd();
+    c.current_dir(dir);
     c.args(["check", "--from"]).arg(snap).args(extra);
     for (k, v) in env {
         c.env(k, v);

@@ -4,9 +4,7 @@
 //! checked by `systemd-analyze verify`, the textfile read by promtool and served by a real
 //! node-exporter, the Action's steps checked by `bash -n` and its check step run.
 
-use crate::formats_common;
-
-use formats_common::*;
+use crate::common::formats::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -4,22 +4,16 @@
 
 use crate::common::machine;
 
-use assert_cmd::Command;
+use crate::common::cli;
 use machine::{repo, Machine};
 use std::io::Write;
-
-fn envdoctor() -> Command {
-    let mut c = Command::cargo_bin("envdoctor").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
 
 #[test]
 fn an_empty_log_says_so_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("empty.log");
     std::fs::write(&p, "").unwrap();
-    let out = envdoctor().arg("diagnose").arg(&p).output().unwrap();
+    let out = cli::plain().arg("diagnose").arg(&p).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("the log is empty"), "{text}");
@@ -47,7 +41,7 @@ fn binary_utf16_and_missing_files_are_refused_naming_the_file() {
         (dir.path().to_path_buf(), "is a directory"),
     ];
     for (path, want) in cases {
-        let out = envdoctor().arg("diagnose").arg(&path).output().unwrap();
+        let out = cli::plain().arg("diagnose").arg(&path).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{path:?}: {err}");
         assert!(err.contains(want), "{path:?}: {err}");
@@ -67,7 +61,7 @@ fn a_latin1_log_is_read_and_still_matched() {
     bytes.extend(std::fs::read(repo("fixtures/logs/numpy2_with_tf215.log")).unwrap());
     std::fs::write(&p, bytes).unwrap();
     let m = Machine::new();
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["diagnose", "--format", "json", "--no-load", "--root"])
         .arg(m.root())
         .arg(&p)
@@ -88,7 +82,7 @@ fn a_latin1_log_is_read_and_still_matched() {
 fn stdin_text_and_markdown_and_nothing_matched() {
     let m = Machine::new();
     let log = std::fs::read(repo("fixtures/logs/torch_weights_only.log")).unwrap();
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["diagnose", "-", "--no-load", "--root"])
         .arg(m.root())
         .write_stdin(log.clone())
@@ -103,7 +97,7 @@ fn stdin_text_and_markdown_and_nothing_matched() {
     assert!(text.contains("--checkpoint PATH"), "{text}");
     assert!(text.contains("Weights only load failed"), "{text}");
     assert_eq!(out.status.code(), Some(1));
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["diagnose", "--format", "markdown", "--no-load", "--root"])
         .arg(m.root())
         .write_stdin(log)
@@ -116,7 +110,7 @@ fn stdin_text_and_markdown_and_nothing_matched() {
         "{md}"
     );
     // A real error no rule knows: the three nearest rules by text.
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["diagnose", "--format", "json", "-"])
         .write_stdin("Traceback (most recent call last):\n  File \"x.py\", line 1\nKeyError: 'learning_rate'\n")
         .output()
@@ -179,7 +173,7 @@ fn run_streams_the_output_and_diagnoses_a_failing_python_script_keeping_its_stat
         "import sys\nprint('epoch 1 loss 0.5', flush=True)\nprint('warming up', file=sys.stderr, flush=True)\nimport tf_keras\n",
     );
     let m = Machine::new();
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["run", "--no-load", "--root"])
         .arg(m.root())
         .args(["--", "python3"])
@@ -209,7 +203,7 @@ fn run_streams_the_output_and_diagnoses_a_failing_python_script_keeping_its_stat
         dir.path(),
         "import sys\nprint('A module that was compiled using NumPy 1.x cannot be run in', file=sys.stderr)\nsys.exit(3)\n",
     );
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["run", "--no-load", "--root"])
         .arg(m.root())
         .args(["--", "python3"])
@@ -219,7 +213,7 @@ fn run_streams_the_output_and_diagnoses_a_failing_python_script_keeping_its_stat
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("numpy2-with-numpy1-build"));
     let script = python_script(dir.path(), "print('ok')\n");
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["run", "--", "python3"])
         .arg(&script)
         .output()
@@ -232,7 +226,7 @@ fn run_streams_the_output_and_diagnoses_a_failing_python_script_keeping_its_stat
         String::from_utf8_lossy(&out.stderr)
     );
     // A command that does not exist: the shell's 127.
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["run", "--", "/nonexistent/cmd"])
         .output()
         .unwrap();
@@ -247,24 +241,23 @@ fn from_a_snapshot_taken_where_the_job_ran() {
     m.checkpoint("torch_custom_object.pt", "/home/u/last.pt");
     let dir = tempfile::tempdir().unwrap();
     let snap = dir.path().join("node17.json");
-    let mut cmd = envdoctor();
-    cmd.env_clear()
-        .args([
-            "snapshot",
-            "--no-load",
-            "--checkpoint",
-            "/home/u/last.pt",
-            "--root",
-        ])
-        .arg(m.root())
-        .arg("-o")
-        .arg(&snap);
+    let mut cmd = cli::empty();
+    cmd.args([
+        "snapshot",
+        "--no-load",
+        "--checkpoint",
+        "/home/u/last.pt",
+        "--root",
+    ])
+    .arg(m.root())
+    .arg("-o")
+    .arg(&snap);
     for (k, v) in &m.env {
         cmd.env(k, v);
     }
     assert!(cmd.output().unwrap().status.success());
     // Diagnosed here, on another machine, with that machine's facts.
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["diagnose", "--format", "json", "--from"])
         .arg(&snap)
         .arg(repo("fixtures/logs/torch_weights_only.log"))
@@ -280,7 +273,7 @@ fn from_a_snapshot_taken_where_the_job_ran() {
     assert_eq!(out.status.code(), Some(0));
     // A snapshot that is not one: trouble, naming the file.
     std::fs::write(&snap, "{\"not\": \"a snapshot\"").unwrap();
-    let out = envdoctor()
+    let out = cli::plain()
         .args(["diagnose", "--from"])
         .arg(&snap)
         .arg(repo("fixtures/logs/torch_weights_only.log"))

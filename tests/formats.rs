@@ -3,10 +3,9 @@
 //! checked), `junitparser`, GitHub's documented escaping read back as the runner reads it, and
 //! `promtool check metrics`. Each validator is also shown to reject a broken document.
 
+use crate::common::cli;
+use crate::common::formats::*;
 use crate::fake_nvml;
-use crate::formats_common;
-
-use formats_common::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -216,15 +215,12 @@ fn sarif_validates_against_the_oasis_schema_and_carries_each_finding() {
     );
     // A checkpoint whose path has a space: a percent-encoded file URI.
     let snap = checkpoint_snapshot(dir.path());
-    let (code, out, err) = envdoctor(
-        &[
-            "check".as_ref(),
-            "--from".as_ref(),
-            snap.as_os_str(),
-            "--format".as_ref(),
-            "sarif".as_ref(),
-        ],
-        &[],
+    let (code, out, err) = cli::output(
+        cmd()
+            .arg("check")
+            .arg("--from")
+            .arg(&snap)
+            .args(["--format", "sarif"]),
     );
     assert_eq!(code, 1, "{err}");
     let ck: Value = serde_json::from_str(&out).unwrap();
@@ -269,23 +265,18 @@ fn sarif_names_a_gpu_by_a_logical_location() {
     let Some(py) = validators() else { return };
     let root = machine("gpu-host-view");
     let lib = fake_nvml::library();
-    let (_code, out, err) = envdoctor(
-        &[
-            "check".as_ref(),
-            "--root".as_ref(),
-            root.as_os_str(),
-            "--nvml-lib".as_ref(),
-            lib.as_os_str(),
-            "--format".as_ref(),
-            "sarif".as_ref(),
-            "--param".as_ref(),
-            "gpu-memory-held-by-other-process.threshold=1".as_ref(),
-        ],
-        &[
-            ("FAKE_NVML_SCENARIO", "two-gpus"),
-            ("FAKE_NVML_OWN_PID", "4242"),
-            ("FAKE_NVML_FOREIGN_PID", "3100"),
-        ],
+    let (_code, out, err) = cli::output(
+        cmd()
+            .arg("check")
+            .arg("--root")
+            .arg(&root)
+            .arg("--nvml-lib")
+            .arg(&lib)
+            .args(["--format", "sarif"])
+            .args(["--param", "gpu-memory-held-by-other-process.threshold=1"])
+            .env("FAKE_NVML_SCENARIO", "two-gpus")
+            .env("FAKE_NVML_OWN_PID", "4242")
+            .env("FAKE_NVML_FOREIGN_PID", "3100"),
     );
     let sarif: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
     let gpu = sarif["runs"][0]["results"]
@@ -543,17 +534,14 @@ fn github_escapes_text_that_would_break_or_inject_a_command() {
     )
     .unwrap();
     let root = machine("py-conda");
-    let (code, out, err) = envdoctor(
-        &[
-            "check".as_ref(),
-            "--root".as_ref(),
-            root.as_os_str(),
-            "--rules".as_ref(),
-            dir.path().as_os_str(),
-            "--format".as_ref(),
-            "github".as_ref(),
-        ],
-        &[],
+    let (code, out, err) = cli::output(
+        cmd()
+            .arg("check")
+            .arg("--root")
+            .arg(&root)
+            .arg("--rules")
+            .arg(dir.path())
+            .args(["--format", "github"]),
     );
     assert_eq!(code, 0, "{err}");
     let line = out
@@ -689,17 +677,15 @@ fn prometheus_gpu_memory_matches_the_snapshot() {
         ("FAKE_NVML_FOREIGN_PID", "3100"),
     ];
     let run = |format: &str| {
-        let (code, out, err) = envdoctor(
-            &[
-                "check".as_ref(),
-                "--root".as_ref(),
-                root.as_os_str(),
-                "--nvml-lib".as_ref(),
-                lib.as_os_str(),
-                "--format".as_ref(),
-                format.as_ref(),
-            ],
-            &env,
+        let (code, out, err) = cli::output(
+            cmd()
+                .arg("check")
+                .arg("--root")
+                .arg(&root)
+                .arg("--nvml-lib")
+                .arg(&lib)
+                .args(["--format", format])
+                .envs(env),
         );
         assert!(code == 0 || code == 1, "{err}");
         out

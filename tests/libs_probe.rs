@@ -4,7 +4,7 @@
 
 use crate::common::cc;
 
-use assert_cmd::Command;
+use crate::common::cli;
 use envdoctor::probe::libs::load::{self, Item};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -20,21 +20,6 @@ fn fixture_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/machines")
         .join(name)
-}
-
-fn envdoctor(args: &[&str], env: &[(&str, &str)]) -> Value {
-    let mut cmd = Command::cargo_bin("envdoctor").unwrap();
-    cmd.env_clear().args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn library<'a>(snap: &'a Value, python_part: &str, soname: &str) -> &'a Value {
@@ -64,9 +49,10 @@ fn sonames(fw: &Value) -> Vec<String> {
 #[test]
 fn raw_fixture_shows_tensorflow_and_the_unresolved_cusolver() {
     let root = fixture_dir("lib-cuda111-cusolver");
-    let snap = envdoctor(
-        &["snapshot", "--root", root.to_str().unwrap()],
-        &[("LD_LIBRARY_PATH", "/usr/local/cuda/lib64")],
+    let snap = cli::json(
+        cli::empty()
+            .args(["snapshot", "--root", root.to_str().unwrap()])
+            .env("LD_LIBRARY_PATH", "/usr/local/cuda/lib64"),
     );
     let fws = snap["frameworks"].as_array().unwrap();
     assert_eq!(fws.len(), 1, "{fws:#?}");
@@ -133,9 +119,10 @@ fn tf24_on_cuda111_resolves_all_but_cusolver_10() {
     cc::Lib::new("libcudart.so.11.0").build(&lib64.join("libcudart.so.11.1.74"));
     cc::Lib::new("libcublas.so.11").build(&lib64.join("libcublas.so.11.3.0.106"));
     cc::Lib::new("libcuda.so.1").build(&m.join("usr/lib/x86_64-linux-gnu/libcuda.so.455.23.05"));
-    let snap = envdoctor(
-        &["snapshot", "--root", m.to_str().unwrap()],
-        &[("LD_LIBRARY_PATH", "/usr/local/cuda/lib64")],
+    let snap = cli::json(
+        cli::empty()
+            .args(["snapshot", "--root", m.to_str().unwrap()])
+            .env("LD_LIBRARY_PATH", "/usr/local/cuda/lib64"),
     );
     let py = "/usr/bin/python3";
     let l = library(&snap, py, "libcusolver.so.10");
@@ -292,15 +279,17 @@ fn torch_venvs_resolution_and_load_results() {
     );
     let llp = sys.to_str().unwrap().to_string();
     let started = Instant::now();
-    let snap = envdoctor(
-        &[
-            "snapshot",
-            "--deadline",
-            "4",
-            "--project",
-            project.to_str().unwrap(),
-        ],
-        &[("LD_LIBRARY_PATH", &llp), ("PATH", "/usr/bin:/bin")],
+    let snap = cli::json(
+        cli::empty()
+            .args([
+                "snapshot",
+                "--deadline",
+                "4",
+                "--project",
+                project.to_str().unwrap(),
+            ])
+            .env("LD_LIBRARY_PATH", &llp)
+            .env("PATH", "/usr/bin:/bin"),
     );
     let took = started.elapsed();
     assert!(took < Duration::from_secs(7), "took {took:?}");
@@ -526,16 +515,17 @@ fn pid_reads_the_libraries_a_process_really_loaded() {
         .unwrap();
     assert_eq!(line.trim(), "ready");
     let pid = child.id().to_string();
-    let snap = envdoctor(
-        &[
-            "snapshot",
-            "--no-load",
-            "--pid",
-            &pid,
-            "--project",
-            d.to_str().unwrap(),
-        ],
-        &[("PATH", "/usr/bin:/bin")],
+    let snap = cli::json(
+        cli::empty()
+            .args([
+                "snapshot",
+                "--no-load",
+                "--pid",
+                &pid,
+                "--project",
+                d.to_str().unwrap(),
+            ])
+            .env("PATH", "/usr/bin:/bin"),
     );
     let _ = child.kill();
     let _ = child.wait();
@@ -551,16 +541,17 @@ fn pid_reads_the_libraries_a_process_really_loaded() {
     assert_eq!(job["compared"][0]["soname"], "libcudnn.so.9");
 
     // A pid that does not exist is a probe error, not a failure.
-    let snap = envdoctor(
-        &[
-            "snapshot",
-            "--no-load",
-            "--pid",
-            "999999999",
-            "--project",
-            d.to_str().unwrap(),
-        ],
-        &[("PATH", "/usr/bin:/bin")],
+    let snap = cli::json(
+        cli::empty()
+            .args([
+                "snapshot",
+                "--no-load",
+                "--pid",
+                "999999999",
+                "--project",
+                d.to_str().unwrap(),
+            ])
+            .env("PATH", "/usr/bin:/bin"),
     );
     assert_eq!(snap["jobs"][0]["readable"], false);
     assert!(snap["probe_errors"]
@@ -634,16 +625,15 @@ fn pypi_cudart_wheel_version_from_the_load_probe() {
         return;
     };
     let pip_dir = torch_like(&venv);
-    let snap = envdoctor(
-        &[
-            "snapshot",
-            "--project",
-            t.path().canonicalize().unwrap().to_str().unwrap(),
-        ],
-        &[
-            ("LD_LIBRARY_PATH", pip_dir.to_str().unwrap()),
-            ("PATH", "/usr/bin:/bin"),
-        ],
+    let snap = cli::json(
+        cli::empty()
+            .args([
+                "snapshot",
+                "--project",
+                t.path().canonicalize().unwrap().to_str().unwrap(),
+            ])
+            .env("LD_LIBRARY_PATH", pip_dir.to_str().unwrap())
+            .env("PATH", "/usr/bin:/bin"),
     );
     let l = library(&snap, venv.to_str().unwrap(), "libcudart.so.12");
     assert_eq!(l["resolves"], true, "{l:#}");
@@ -696,9 +686,10 @@ fn tf22_cupti_link_claims_another_version() {
         "is_rocm_build = False\nis_cuda_build = True\ncuda_version_number = '10.1'\ncudnn_version_number = '7'\n",
     )
     .unwrap();
-    let snap = envdoctor(
-        &["snapshot", "--root", m.to_str().unwrap()],
-        &[("LD_LIBRARY_PATH", "/usr/local/cuda/extras/CUPTI/lib64")],
+    let snap = cli::json(
+        cli::empty()
+            .args(["snapshot", "--root", m.to_str().unwrap()])
+            .env("LD_LIBRARY_PATH", "/usr/local/cuda/extras/CUPTI/lib64"),
     );
     let tf = &snap["frameworks"][0];
     assert_eq!(tf["version"], "2.2.0");
@@ -755,14 +746,16 @@ fn missing_symbol_versions_of_the_winning_copy() {
         .needs(&pip, ":libcudnn.so.9")
         .build(&v.c_ext);
     let llp = sys.to_str().unwrap();
-    let snap = envdoctor(
-        &[
-            "snapshot",
-            "--no-load",
-            "--project",
-            project.to_str().unwrap(),
-        ],
-        &[("LD_LIBRARY_PATH", llp), ("PATH", "/usr/bin:/bin")],
+    let snap = cli::json(
+        cli::empty()
+            .args([
+                "snapshot",
+                "--no-load",
+                "--project",
+                project.to_str().unwrap(),
+            ])
+            .env("LD_LIBRARY_PATH", llp)
+            .env("PATH", "/usr/bin:/bin"),
     );
     let l = library(&snap, v.venv.to_str().unwrap(), "libcudnn.so.9");
     assert_eq!(l["path"], sys.join("libcudnn.so.9").to_str().unwrap());
@@ -784,14 +777,15 @@ fn missing_symbol_versions_of_the_winning_copy() {
         out.stdout
     );
     // Without LD_LIBRARY_PATH the pip copy wins and nothing is missing.
-    let snap = envdoctor(
-        &[
-            "snapshot",
-            "--no-load",
-            "--project",
-            project.to_str().unwrap(),
-        ],
-        &[("PATH", "/usr/bin:/bin")],
+    let snap = cli::json(
+        cli::empty()
+            .args([
+                "snapshot",
+                "--no-load",
+                "--project",
+                project.to_str().unwrap(),
+            ])
+            .env("PATH", "/usr/bin:/bin"),
     );
     let l = library(&snap, v.venv.to_str().unwrap(), "libcudnn.so.9");
     assert_eq!(l["found_via"], "runpath");
@@ -813,7 +807,7 @@ fn corrupt_entry_points_are_probe_errors() {
     )
     .unwrap();
     cc::symlink("libloop.so", site.join("torch/lib/libloop.so"));
-    let snap = envdoctor(&["snapshot", "--root", m.to_str().unwrap()], &[]);
+    let snap = cli::json(cli::empty().args(["snapshot", "--root", m.to_str().unwrap()]));
     let fw = &snap["frameworks"][0];
     assert_eq!(fw["name"], "torch");
     let errs: Vec<(String, String)> = snap["probe_errors"]
@@ -899,14 +893,16 @@ fn old_nvjitlink_on_ld_library_path_misses_a_symbol() {
         .needs(&pip_sparse, ":libcusparse.so.12")
         .build(&v.c_ext);
     let llp = sys.to_str().unwrap();
-    let snap = envdoctor(
-        &[
-            "snapshot",
-            "--no-load",
-            "--project",
-            project.to_str().unwrap(),
-        ],
-        &[("LD_LIBRARY_PATH", llp), ("PATH", "/usr/bin:/bin")],
+    let snap = cli::json(
+        cli::empty()
+            .args([
+                "snapshot",
+                "--no-load",
+                "--project",
+                project.to_str().unwrap(),
+            ])
+            .env("LD_LIBRARY_PATH", llp)
+            .env("PATH", "/usr/bin:/bin"),
     );
     let venv = v.venv.to_str().unwrap();
     let sparse = library(&snap, venv, "libcusparse.so.12");
@@ -959,13 +955,12 @@ fn load_results_are_reused_until_a_library_file_changes() {
     let run = |extra: &[&str]| {
         let mut args = vec!["snapshot", "--project", project.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let snap = envdoctor(
-            &args,
-            &[
-                ("LD_LIBRARY_PATH", pip_dir.to_str().unwrap()),
-                ("PATH", "/usr/bin:/bin"),
-                ("HOME", home.to_str().unwrap()),
-            ],
+        let snap = cli::json(
+            cli::empty()
+                .args(&args)
+                .env("LD_LIBRARY_PATH", pip_dir.to_str().unwrap())
+                .env("PATH", "/usr/bin:/bin")
+                .env("HOME", home.to_str().unwrap()),
         );
         library(&snap, venv.to_str().unwrap(), "libcudart.so.12")["load"].clone()
     };

@@ -4,23 +4,8 @@
 
 use crate::fake_nvml;
 
-use assert_cmd::Command;
+use crate::common::cli;
 use std::time::Duration;
-
-fn envdoctor(args: &[&str]) -> (i32, String, String) {
-    let out = Command::cargo_bin("envdoctor")
-        .unwrap()
-        .args(args)
-        .env("NO_COLOR", "1")
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn every_bad_input_exits_2_naming_the_argument() {
@@ -63,27 +48,39 @@ fn every_bad_input_exits_2_naming_the_argument() {
             args.extend(["--project", d]);
         }
         args.extend(extra.iter().copied());
-        let (code, stdout, stderr) = envdoctor(&args);
+        let (code, stdout, stderr) = cli::output(cli::plain().timeout(cli::TIMEOUT).args(&args));
         assert_eq!(code, 2, "{extra:?}: {stderr}");
         assert!(stderr.contains(named), "{extra:?} must be named: {stderr}");
         assert!(stdout.is_empty(), "{extra:?}: {stdout}");
     }
     // A number is a number; a well-typed value is accepted.
-    let (code, _, stderr) = envdoctor(&[
+    let (code, _, stderr) = cli::output(cli::plain().timeout(cli::TIMEOUT).args([
         "check",
         "--no-load",
         "--project",
         d,
         "--param",
         "gpu-memory-held-by-other-process.threshold=50",
-    ]);
+    ]));
     assert_ne!(code, 2, "{stderr}");
     // --pid of a process that exists is accepted.
     let me = std::process::id().to_string();
-    let (code, _, stderr) = envdoctor(&["check", "--no-load", "--project", d, "--pid", &me]);
+    let (code, _, stderr) = cli::output(cli::plain().timeout(cli::TIMEOUT).args([
+        "check",
+        "--no-load",
+        "--project",
+        d,
+        "--pid",
+        &me,
+    ]));
     assert_ne!(code, 2, "{stderr}");
     // `report` is a document in Markdown or JSON, not a CI format.
-    let (code, _, stderr) = envdoctor(&["report", "--no-load", "--format", "sarif"]);
+    let (code, _, stderr) = cli::output(cli::plain().timeout(cli::TIMEOUT).args([
+        "report",
+        "--no-load",
+        "--format",
+        "sarif",
+    ]));
     assert_eq!(code, 2);
     assert!(stderr.contains("--format"), "{stderr}");
 }
@@ -93,8 +90,7 @@ fn a_probe_that_timed_out_makes_the_run_incomplete_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let lib = fake_nvml::library();
     let run = |extra: &[&str], format: &str| {
-        let out = Command::cargo_bin("envdoctor")
-            .unwrap()
+        let out = cli::plain()
             .args(["check", "--deadline", "1", "--format", format])
             .arg("--project")
             .arg(dir.path())
@@ -103,8 +99,7 @@ fn a_probe_that_timed_out_makes_the_run_incomplete_and_exit_2() {
             .args(extra)
             // nvmlInit_v2 never returns: a wedged driver.
             .env("FAKE_NVML_SCENARIO", "hang")
-            .env("NO_COLOR", "1")
-            .timeout(Duration::from_secs(60))
+            .timeout(cli::TIMEOUT)
             .output()
             .unwrap();
         (
@@ -114,12 +109,11 @@ fn a_probe_that_timed_out_makes_the_run_incomplete_and_exit_2() {
     };
     let (code, text) = run(&[], "text");
     assert_eq!(code, 2, "{text}");
-    let err = Command::cargo_bin("envdoctor")
-        .unwrap()
+    let err = cli::cmd()
         .args(["check", "--deadline", "1", "--nvml-lib"])
         .arg(&lib)
         .env("FAKE_NVML_SCENARIO", "hang")
-        .timeout(Duration::from_secs(60))
+        .timeout(cli::TIMEOUT)
         .output()
         .unwrap()
         .stderr;
@@ -243,10 +237,8 @@ fn compare_fits_100_columns() {
             "--all",
         ],
     ] {
-        let out = Command::cargo_bin("envdoctor")
-            .unwrap()
+        let out = cli::plain()
             .current_dir(&dir)
-            .env("NO_COLOR", "1")
             .arg("compare")
             .args(&args)
             .output()
@@ -328,13 +320,12 @@ fn a_slow_probe_is_named_on_the_terminal_and_cleared() {
         "the progress line was not cleared: {after}"
     );
     // Piped stderr (as here) never gets it.
-    let out = Command::cargo_bin("envdoctor")
-        .unwrap()
+    let out = cli::cmd()
         .args(["check", "--deadline", "2", "--nvml-lib"])
         .arg(&lib)
         .env("FAKE_NVML_SCENARIO", "hang")
         .current_dir(dir.path())
-        .timeout(Duration::from_secs(60))
+        .timeout(cli::TIMEOUT)
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("waiting for"));

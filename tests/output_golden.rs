@@ -3,13 +3,13 @@
 //! another container's process), a laptop without a GPU, a machine with a broken venv, and a
 //! machine where one rule fires five times (grouped, first 3 shown).
 //!
-//! The expected outputs live under `tests/golden/output/`; `ENVDOCTOR_UPDATE_GOLDEN=1 cargo test
-//! --test output_golden` rewrites them (review the diff before committing).
+//! The expected outputs are insta snapshots under `tests/golden/output/`;
+//! `INSTA_UPDATE=always cargo test --test integration golden` rewrites them (read `git diff`
+//! before committing).
 
-use crate::common::machine;
+use crate::common::{cli, machine};
 use crate::fake_nvml;
 
-use assert_cmd::Command;
 use machine::{repo, Machine};
 use std::path::Path;
 
@@ -20,11 +20,9 @@ fn run(
     width: Option<usize>,
     args: &[&str],
 ) -> (i32, String) {
-    let mut cmd = Command::cargo_bin("envdoctor").unwrap();
-    cmd.env_clear().args(args).arg("--root").arg(root);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let mut cmd = cli::empty();
+    cmd.args(args).arg("--root").arg(root);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     if let Some(w) = width {
         cmd.env("ENVDOCTOR_WIDTH", w.to_string());
     }
@@ -33,19 +31,27 @@ fn run(
     (out.status.code().unwrap_or(-1), stdout)
 }
 
+/// Check `actual` against the snapshot `tests/golden/output/NAME.snap`. insta compares without
+/// trailing whitespace, so how the output ends is checked here: a report ends in a blank line,
+/// everything else in one newline.
 fn golden(name: &str, actual: &str) {
-    let path = repo("tests/golden/output").join(name);
-    if std::env::var_os("ENVDOCTOR_UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    if expected != actual {
-        panic!(
-            "{name} differs from its golden file:\n--- expected\n{expected}\n--- actual\n{actual}\n\
-             (ENVDOCTOR_UPDATE_GOLDEN=1 cargo test --test integration output_golden rewrites it)"
-        );
-    }
+    let ending = if name.ends_with(".report.md") {
+        "\n\n"
+    } else {
+        "\n"
+    };
+    assert_eq!(
+        &actual[actual.trim_end().len()..],
+        ending,
+        "how {name} ends"
+    );
+    insta::with_settings!({
+        snapshot_path => "golden/output",
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(name, actual);
+    });
 }
 
 fn widest(text: &str) -> usize {

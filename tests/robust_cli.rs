@@ -2,18 +2,10 @@
 //! evaluate for minutes, a snapshot larger than the input cap. Each must end promptly with a
 //! clear message naming the file or the rule, never hang.
 
-use assert_cmd::Command;
+use crate::common::cli;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
-
-fn envdoctor() -> Command {
-    let mut c = Command::cargo_bin("envdoctor").unwrap();
-    c.env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .timeout(Duration::from_secs(60));
-    c
-}
 
 fn mkfifo(p: &Path) {
     let st = std::process::Command::new("mkfifo")
@@ -29,7 +21,8 @@ use crate::common::machine;
 fn empty_snapshot(dir: &Path) -> Value {
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
-    let out = envdoctor()
+    let out = cli::bare()
+        .timeout(cli::TIMEOUT)
         .args(["snapshot", "--no-load", "--root"])
         .arg(&root)
         .output()
@@ -43,7 +36,8 @@ fn empty_snapshot(dir: &Path) -> Value {
 fn snapshot_with_packages(n: usize) -> Value {
     let mut m = machine::Machine::new();
     m.active_venv("3.11", "/v", &[("six", "1.16.0")]);
-    let mut cmd = envdoctor();
+    let mut cmd = cli::bare();
+    cmd.timeout(cli::TIMEOUT);
     cmd.args(["snapshot", "--no-load", "--root"]).arg(m.root());
     for (k, v) in &m.env {
         cmd.env(k, v);
@@ -90,7 +84,11 @@ fn fifo_in_rules_directory_is_refused_by_every_command() {
         vec!["check", "--from", s, "--rules", fifo.to_str().unwrap()],
     ];
     for args in runs {
-        let out = envdoctor().args(&args).output().unwrap();
+        let out = cli::bare()
+            .timeout(cli::TIMEOUT)
+            .args(&args)
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(
@@ -130,7 +128,8 @@ fn a_rule_past_its_budget_is_stopped_and_named() {
     )
     .unwrap();
     let started = std::time::Instant::now();
-    let out = envdoctor()
+    let out = cli::bare()
+        .timeout(cli::TIMEOUT)
         .args([
             "check",
             "--format",
@@ -166,7 +165,8 @@ fn snapshot_over_the_input_cap_is_refused_with_the_way_to_raise_it() {
     std::fs::write(&file, snap.to_string()).unwrap();
     assert!(std::fs::metadata(&file).unwrap().len() > 1024 * 1024);
     for args in [vec!["check", "--from"], vec!["compare"]] {
-        let mut cmd = envdoctor();
+        let mut cmd = cli::bare();
+        cmd.timeout(cli::TIMEOUT);
         cmd.env("ENVDOCTOR_MAX_SNAPSHOT_MIB", "1")
             .args(&args)
             .arg(&file);
@@ -183,7 +183,8 @@ fn snapshot_over_the_input_cap_is_refused_with_the_way_to_raise_it() {
             "{err}"
         );
     }
-    let out = envdoctor()
+    let out = cli::bare()
+        .timeout(cli::TIMEOUT)
         .env("ENVDOCTOR_MAX_SNAPSHOT_MIB", "64")
         .args(["check", "--format", "json", "--from"])
         .arg(&file)

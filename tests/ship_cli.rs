@@ -6,45 +6,9 @@
 //! A shell or tool that is not installed skips its test with a message (CI installs zsh, fish
 //! and groff).
 
-use assert_cmd::Command;
+use crate::common::cli;
 use std::path::{Path, PathBuf};
 use std::process::Command as Proc;
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("envdoctor")
-}
-
-/// The binary with a clean colour and configuration environment.
-fn envdoctor() -> Command {
-    let mut c = Command::new(bin());
-    for (k, _) in std::env::vars_os() {
-        let k2 = k.to_string_lossy();
-        if k2.starts_with("ENVDOCTOR_")
-            || [
-                "NO_COLOR",
-                "CLICOLOR",
-                "CLICOLOR_FORCE",
-                "FORCE_COLOR",
-                "TERM",
-                "CI",
-            ]
-            .contains(&k2.as_ref())
-        {
-            c.env_remove(k);
-        }
-    }
-    c
-}
-
-fn stdout(c: &mut Command) -> String {
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{c:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn have(tool: &str) -> bool {
     let found = which(tool).is_some();
@@ -63,7 +27,7 @@ fn which(tool: &str) -> Option<PathBuf> {
 }
 
 fn write_completion(dir: &Path, shell: &str) -> PathBuf {
-    let text = stdout(envdoctor().args(["completions", shell]));
+    let text = cli::stdout_ok(cli::cmd().args(["completions", shell]));
     let p = dir.join(format!("envdoctor.{shell}"));
     std::fs::write(&p, text).unwrap();
     p
@@ -160,7 +124,7 @@ fn fish_completion_parses_and_completes() {
 
 #[test]
 fn unknown_shell_is_exit_2() {
-    let out = envdoctor().args(["completions", "tcsh"]).output().unwrap();
+    let out = cli::cmd().args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -168,7 +132,7 @@ fn unknown_shell_is_exit_2() {
 fn man_page_renders_with_every_subcommand() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("envdoctor.1");
-    std::fs::write(&page, stdout(envdoctor().arg("man"))).unwrap();
+    std::fs::write(&page, cli::stdout_ok(cli::cmd().arg("man"))).unwrap();
     if have("groff") {
         // -ww: every warning; -z: no output, only diagnostics.
         let out = Proc::new("groff")
@@ -213,8 +177,8 @@ fn man_page_renders_with_every_subcommand() {
 
 #[test]
 fn version_names_the_rule_pack_and_target() {
-    let v = stdout(envdoctor().arg("--version"));
-    let list = stdout(envdoctor().args(["rules", "list"]));
+    let v = cli::stdout_ok(cli::cmd().arg("--version"));
+    let list = cli::stdout_ok(cli::cmd().args(["rules", "list"]));
     let count: usize = list
         .lines()
         .last()
@@ -276,7 +240,7 @@ fn quiet_is_the_verdict_line_and_verbose_shows_what_rules_read() {
     let dir = tempfile::tempdir().unwrap();
     let snap = failing_snapshot(dir.path());
     let run = |flag: Option<&str>| {
-        let mut c = envdoctor();
+        let mut c = cli::cmd();
         c.current_dir(dir.path())
             .args(["check", "--from"])
             .arg(&snap);
@@ -315,7 +279,7 @@ fn quiet_is_the_verdict_line_and_verbose_shows_what_rules_read() {
     );
     assert!(verbose.contains(" = (absent)\n"), "{verbose}");
     // -q and -v together make no sense.
-    let out = envdoctor()
+    let out = cli::cmd()
         .args(["check", "-q", "-v", "--from"])
         .arg(&snap)
         .output()
@@ -325,7 +289,7 @@ fn quiet_is_the_verdict_line_and_verbose_shows_what_rules_read() {
 
 /// `check -q --from SNAP` on a pipe with `env`; whether its output has an escape.
 fn coloured_on_pipe(snap: &Path, args: &[&str], env: &[(&str, &str)]) -> bool {
-    let mut c = envdoctor();
+    let mut c = cli::cmd();
     c.args(["check", "-q", "--from"]).arg(snap).args(args);
     for (k, v) in env {
         c.env(k, v);
@@ -365,7 +329,7 @@ fn colour_on_a_pipe_follows_the_flag_and_the_forcing_variables() {
         &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]
     ));
     // The flag goes before the subcommand too.
-    let mut c = envdoctor();
+    let mut c = cli::cmd();
     c.args(["--color", "always", "check", "-q", "--from"])
         .arg(&snap);
     assert!(String::from_utf8_lossy(&c.output().unwrap().stdout).contains('\u{1b}'));
@@ -377,7 +341,11 @@ fn coloured_on_tty(snap: &Path, env: &[(&str, &str)]) -> Option<bool> {
         eprintln!("SKIPPED: `script` (util-linux) is not installed");
         return None;
     }
-    let cmd = format!("{} check -q --from {}", bin().display(), snap.display());
+    let cmd = format!(
+        "{} check -q --from {}",
+        cli::bin().display(),
+        snap.display()
+    );
     let mut c = Proc::new("script");
     c.args(["-qec", &cmd, "/dev/null"]);
     for k in [

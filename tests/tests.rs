@@ -1,10 +1,9 @@
 //! The integration tests, one binary (ripgrep's layout): each file in `tests/` is a module of
-//! it. Add a test file by adding its `mod` line here. Shared helpers live in `common/`, the fake
-//! NVML in `fake_nvml/`, what the output-format tests share in `formats_common/`.
+//! it. Add a test file by adding its `mod` line here. Shared helpers live in `common/` (running
+//! envdoctor in `common/cli.rs`), the fake NVML in `fake_nvml/`.
 
 mod common;
 mod fake_nvml;
-mod formats_common;
 
 mod calibration;
 mod check_cli;

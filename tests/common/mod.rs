@@ -1,8 +1,11 @@
-//! Helpers shared by the integration tests: `cc` builds real libraries, `fw` runs envdoctor on
-//! framework venvs and compares with the real loader, `machine` builds fake machines under a
-//! root, `pypi` caches real venvs and wheels from PyPI.
+//! Helpers shared by the integration tests: `cli` runs the built envdoctor in a chosen
+//! environment, `cc` builds real libraries, `formats` holds what the output-format and deploy
+//! tests share, `fw` runs envdoctor on framework venvs and compares with the real loader,
+//! `machine` builds fake machines under a root, `pypi` caches real venvs and wheels from PyPI.
 
 pub mod cc;
+pub mod cli;
+pub mod formats;
 pub mod fw;
 pub mod machine;
 pub mod pypi;

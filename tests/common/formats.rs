@@ -3,7 +3,10 @@
 //! junitparser and PyYAML; `promtool` from Debian's `prometheus`).
 #![allow(dead_code)]
 
-pub use crate::common::pypi;
+pub use super::cli::bin;
+pub use super::pypi;
+
+use super::cli;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -52,11 +55,6 @@ pub fn need_tool(name: &str, package: &str) -> Option<PathBuf> {
     }
 }
 
-/// The envdoctor under test.
-pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_envdoctor"))
-}
-
 /// `fixtures/machines/NAME`.
 pub fn machine(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -64,35 +62,22 @@ pub fn machine(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Run `envdoctor ARGS`: (exit code, stdout, stderr).
-pub fn envdoctor(args: &[&std::ffi::OsStr], envs: &[(&str, &str)]) -> (i32, String, String) {
-    let mut c = Command::new(bin());
-    c.args(args)
-        .env_remove("NO_COLOR")
-        .env_remove("CUDA_VISIBLE_DEVICES");
-    for (k, v) in envs {
-        c.env(k, v);
-    }
-    let out = c.output().expect("run envdoctor");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// `cli::cmd()` less `CUDA_VISIBLE_DEVICES`, so every GPU of a fixture machine is seen.
+pub fn cmd() -> assert_cmd::Command {
+    let mut c = cli::cmd();
+    c.env_remove("CUDA_VISIBLE_DEVICES");
+    c
 }
 
 /// `envdoctor check --root fixtures/machines/NAME --format FORMAT [extra]`: (code, stdout).
 pub fn check(name: &str, format: &str, extra: &[&str]) -> (i32, String) {
-    let root = machine(name);
-    let mut args: Vec<&std::ffi::OsStr> = vec![
-        "check".as_ref(),
-        "--root".as_ref(),
-        root.as_os_str(),
-        "--format".as_ref(),
-        format.as_ref(),
-    ];
-    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
-    let (code, out, err) = envdoctor(&args, &[]);
+    let mut c = cmd();
+    c.arg("check")
+        .arg("--root")
+        .arg(machine(name))
+        .args(["--format", format])
+        .args(extra);
+    let (code, out, err) = cli::output(&mut c);
     assert!(code == 0 || code == 1, "envdoctor failed ({code}): {err}");
     (code, out)
 }
@@ -106,17 +91,7 @@ pub fn findings(name: &str, extra: &[&str]) -> Vec<serde_json::Value> {
 
 /// The ids of the rules `check` evaluates (the shipped pack).
 pub fn rule_ids() -> Vec<String> {
-    let (code, out, err) = envdoctor(
-        &[
-            "rules".as_ref(),
-            "list".as_ref(),
-            "--format".as_ref(),
-            "json".as_ref(),
-        ],
-        &[],
-    );
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("rules list json");
+    let v = cli::json(cmd().args(["rules", "list", "--format", "json"]));
     v.as_array()
         .expect("a list")
         .iter()
