@@ -36,6 +36,19 @@ fn library<'a>(snap: &'a Value, python_part: &str, soname: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {soname} for {python_part}: {:#}", snap["libraries"]))
 }
 
+/// `snapshot --no-load --project PROJECT` in an empty environment (PATH=/usr/bin:/bin, and
+/// LD_LIBRARY_PATH when given): the static resolution only.
+fn static_snapshot(project: &Path, ld_library_path: Option<&str>) -> Value {
+    let mut c = cli::empty();
+    c.args(["snapshot", "--no-load", "--project"])
+        .arg(project)
+        .env("PATH", "/usr/bin:/bin");
+    if let Some(llp) = ld_library_path {
+        c.env("LD_LIBRARY_PATH", llp);
+    }
+    cli::json(&mut c)
+}
+
 fn sonames(fw: &Value) -> Vec<String> {
     fw["wants"]
         .as_array()
@@ -746,17 +759,7 @@ fn missing_symbol_versions_of_the_winning_copy() {
         .needs(&pip, ":libcudnn.so.9")
         .build(&v.c_ext);
     let llp = sys.to_str().unwrap();
-    let snap = cli::json(
-        cli::empty()
-            .args([
-                "snapshot",
-                "--no-load",
-                "--project",
-                project.to_str().unwrap(),
-            ])
-            .env("LD_LIBRARY_PATH", llp)
-            .env("PATH", "/usr/bin:/bin"),
-    );
+    let snap = static_snapshot(&project, Some(llp));
     let l = library(&snap, v.venv.to_str().unwrap(), "libcudnn.so.9");
     assert_eq!(l["path"], sys.join("libcudnn.so.9").to_str().unwrap());
     assert_eq!(
@@ -777,16 +780,7 @@ fn missing_symbol_versions_of_the_winning_copy() {
         out.stdout
     );
     // Without LD_LIBRARY_PATH the pip copy wins and nothing is missing.
-    let snap = cli::json(
-        cli::empty()
-            .args([
-                "snapshot",
-                "--no-load",
-                "--project",
-                project.to_str().unwrap(),
-            ])
-            .env("PATH", "/usr/bin:/bin"),
-    );
+    let snap = static_snapshot(&project, None);
     let l = library(&snap, v.venv.to_str().unwrap(), "libcudnn.so.9");
     assert_eq!(l["found_via"], "runpath");
     assert!(l.get("missing_symbol_versions").is_none(), "{l:#}");
@@ -893,17 +887,7 @@ fn old_nvjitlink_on_ld_library_path_misses_a_symbol() {
         .needs(&pip_sparse, ":libcusparse.so.12")
         .build(&v.c_ext);
     let llp = sys.to_str().unwrap();
-    let snap = cli::json(
-        cli::empty()
-            .args([
-                "snapshot",
-                "--no-load",
-                "--project",
-                project.to_str().unwrap(),
-            ])
-            .env("LD_LIBRARY_PATH", llp)
-            .env("PATH", "/usr/bin:/bin"),
-    );
+    let snap = static_snapshot(&project, Some(llp));
     let venv = v.venv.to_str().unwrap();
     let sparse = library(&snap, venv, "libcusparse.so.12");
     assert_eq!(sparse["found_via"], "runpath");
