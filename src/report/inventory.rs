@@ -3,8 +3,10 @@
 //! one, each framework's CUDA/cuDNN build against the libraries the loader will give it, the
 //! driver, each GPU's free memory and other processes, the checkpoints found.
 //!
-//! Marks come from the facts themselves (a library that does not resolve, no driver under a
-//! CUDA build) and from the findings whose evidence touches the area.
+//! A framework's mark is the worst finding about it (its own, or one about a library it wants),
+//! so a ✗ row always has an error finding behind it and a ✓ row none. The other areas' marks
+//! come from the findings whose evidence touches them and from their facts (no driver under a
+//! CUDA build is a `!`).
 
 use crate::rules::{Finding, Severity};
 use crate::snapshot::python::{Python, SourceKind};
@@ -143,48 +145,90 @@ fn lib_version(l: &Library) -> Option<&str> {
         .or(l.name_version.as_deref())
 }
 
-fn framework_line(fw: &Framework, libs: &[&Library], findings: &[Finding]) -> Line {
+/// Whether `l` is one of `fw`'s libraries: a framework named in its `wanted_by` (`torch 2.15.0`).
+fn wanted_by(l: &Library, fw: &str) -> bool {
+    l.wanted_by.iter().any(|w| w.split(' ').next() == Some(fw))
+}
+
+/// The driver's own libraries (libcuda, libnvidia-ml) are the Driver line's business.
+fn driver_lib(l: &Library) -> bool {
+    l.soname.starts_with("libcuda.so") || l.soname.starts_with("libnvidia-")
+}
+
+/// The findings about one framework: its own (`frameworks[NAME @ PY]`) and those about a
+/// library it wants, in its interpreter.
+fn framework_findings<'f>(
+    name: &str,
+    python: &str,
+    libs: &[&Library],
+    findings: &'f [Finding],
+) -> Vec<&'f Finding> {
+    let key = format!("frameworks[{name} @ {python}]");
+    findings
+        .iter()
+        .filter(|f| {
+            let touches = |p: &str| {
+                p.starts_with(&key)
+                    || libs.iter().any(|l| {
+                        wanted_by(l, name)
+                            && p.starts_with(&format!("libraries[{} @ {python}]", l.soname))
+                    })
+            };
+            f.subject.as_deref().is_some_and(touches) || f.evidence.iter().any(|e| touches(&e.path))
+        })
+        .collect()
+}
+
+/// One framework's line (its distributions together: jax, jaxlib and its CUDA plugins are one
+/// row). Its mark is the worst finding about it, so a ✗ always has an error behind it; the
+/// libraries a finding names as missing are listed.
+fn framework_line(group: &[&Framework], libs: &[&Library], findings: &[Finding]) -> Line {
+    let fw = group[0];
     let mut parts = Vec::new();
-    let mut mark = Mark::Ok;
-    match fw.is_cuda_build {
-        Some(false) => parts.push("CPU-only build".to_string()),
-        _ => {
-            let mut built = Vec::new();
-            if let Some(c) = &fw.cuda_version {
-                built.push(format!("CUDA {c}"));
-            }
-            if let Some(c) = &fw.cudnn_version {
-                built.push(format!("cuDNN {c}"));
-            }
-            if !built.is_empty() {
-                parts.push(format!("built for {}", built.join(", ")));
-            }
+    if group.iter().all(|f| f.is_cuda_build == Some(false)) {
+        parts.push("CPU-only build".to_string());
+    } else {
+        let mut built = Vec::new();
+        if let Some(c) = group.iter().find_map(|f| f.cuda_version.as_ref()) {
+            built.push(format!("CUDA {c}"));
+        }
+        if let Some(c) = group.iter().find_map(|f| f.cudnn_version.as_ref()) {
+            built.push(format!("cuDNN {c}"));
+        }
+        if !built.is_empty() {
+            parts.push(format!("built for {}", built.join(", ")));
         }
     }
-    let mine: Vec<&&Library> = libs
+    let mine: Vec<&&Library> = libs.iter().filter(|l| wanted_by(l, &fw.name)).collect();
+    let about = framework_findings(&fw.name, &fw.python, libs, findings);
+    let named = |l: &Library| {
+        let key = format!("libraries[{} @ {}]", l.soname, fw.python);
+        about
+            .iter()
+            .any(|f| f.subject.as_deref().is_some_and(|s| s.starts_with(&key)))
+    };
+    let got: Vec<String> = mine
         .iter()
-        .filter(|l| l.wanted_by.iter().any(|w| w == &fw.name) || l.requester.contains(&fw.name))
-        .collect();
-    let mut missing = Vec::new();
-    let mut got = Vec::new();
-    for l in &mine {
-        // The driver's own libraries (libcuda, libnvidia-ml) are the Driver line's business.
-        let driver_lib = l.soname.starts_with("libcuda.so") || l.soname.starts_with("libnvidia-");
-        if !l.resolves && !driver_lib {
-            missing.push(l.soname.clone());
-        } else if !driver_lib && matches!(l.family.as_deref(), Some("cudart" | "cudnn")) {
-            got.push(format!(
+        .filter(|l| l.resolves && !driver_lib(l))
+        .filter(|l| matches!(l.family.as_deref(), Some("cudart" | "cudnn")))
+        .filter(|l| l.reason != "transitive")
+        .map(|l| {
+            format!(
                 "{} {}",
                 l.soname,
                 lib_version(l).unwrap_or("(version unknown)")
-            ));
-        }
-    }
+            )
+        })
+        .collect();
     if !got.is_empty() {
         parts.push(format!("loader gives {}", got.join(", ")));
     }
+    let mut missing: Vec<String> = mine
+        .iter()
+        .filter(|l| !l.resolves && named(l))
+        .map(|l| l.soname.clone())
+        .collect();
     if !missing.is_empty() {
-        mark = Mark::Bad;
         let more = if missing.len() > 3 {
             format!(", … {} more", missing.len() - 3)
         } else {
@@ -193,16 +237,20 @@ fn framework_line(fw: &Framework, libs: &[&Library], findings: &[Finding]) -> Li
         missing.truncate(3);
         parts.push(format!("not found: {}{more}", missing.join(", ")));
     }
-    let key = format!("{} @ {}", fw.name, fw.python);
-    let touched = worst(findings, |p| {
-        p.contains(&key) || (p.starts_with("libraries[") && p.contains(&fw.python))
-    });
+    let versions: Vec<String> = group.iter().map(|f| f.version.clone()).collect();
+    let mut version = versions[0].clone();
+    if versions.iter().any(|v| *v != version) {
+        version = versions.join(" / ");
+    }
     Line {
-        mark: mark.max(touched),
+        mark: about
+            .iter()
+            .map(|f| Mark::of(f.severity))
+            .max()
+            .unwrap_or(Mark::Ok),
         area: fw.name.clone(),
         text: format!(
-            "{} {}",
-            fw.version,
+            "{version} {}",
             if parts.is_empty() {
                 String::new()
             } else {
@@ -237,8 +285,16 @@ pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
         .iter()
         .filter(|l| l.python.as_deref() == job_path)
         .collect();
+    // One row per framework, its distributions together (in the order first seen).
+    let mut names: Vec<&str> = Vec::new();
     for fw in &fws {
-        out.push(framework_line(fw, &libs, findings));
+        if !names.contains(&fw.name.as_str()) {
+            names.push(&fw.name);
+        }
+    }
+    for name in names {
+        let group: Vec<&Framework> = fws.iter().copied().filter(|f| f.name == name).collect();
+        out.push(framework_line(&group, &libs, findings));
     }
     if fws.is_empty() && job_path.is_some() {
         out.push(Line {
@@ -310,7 +366,7 @@ fn python_line(snap: &Snapshot, job: Option<&(&Python, String)>, findings: &[Fin
 /// when a framework is a CUDA build).
 fn driver_line(snap: &Snapshot, wants_gpu: bool, findings: &[Finding]) -> Line {
     let driver_mark = worst(findings, |p| {
-        p.starts_with("nvml") || p.starts_with("cuda.driver")
+        p.starts_with("nvml") || p.starts_with("cuda.driver") || p.starts_with("expect.gpu")
     });
     let nvml = &snap.nvml;
     if nvml.status == "ok" {
@@ -343,11 +399,13 @@ fn driver_line(snap: &Snapshot, wants_gpu: bool, findings: &[Finding]) -> Line {
         "not-probed" => "not probed (--root names another machine)".to_string(),
         s => format!("NVML {s}"),
     };
+    // Its mark is the findings' (cuda-framework-without-gpu is an info; with --expect-gpu,
+    // gpu-expected-but-no-gpu an error).
     Line {
-        mark: driver_mark.max(if wants_gpu { Mark::Warn } else { Mark::Ok }),
+        mark: driver_mark,
         area: "Driver".into(),
         text: if wants_gpu {
-            format!("{why}: the CUDA build will run on CPU or fail")
+            format!("{why}: the CUDA build runs on the CPU")
         } else {
             format!("{why}; CPU only")
         },

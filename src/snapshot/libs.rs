@@ -107,6 +107,11 @@ pub struct Wanted {
     /// `dlopen`), a machine path; resolution starts there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requester: Option<String>,
+    /// True when the requester is not loaded at import: the framework loads it on first use
+    /// (torch's `libcaffe2_nvrtc.so` for JIT kernels, `libtorch_cuda_linalg.so` for
+    /// `torch.linalg` on the GPU), so a missing library breaks that use, not the import.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lazy: bool,
 }
 
 /// One wanted library, resolved for one requester the way `ld.so` would.
@@ -136,6 +141,15 @@ pub struct Library {
     /// resolved so every copy on the machine is on record).
     #[serde(default = "wanted")]
     pub reason: String,
+    /// When the process first needs it: `import` (a DT_NEEDED of an object loaded when the
+    /// framework is imported, a library the framework's own code preloads, or what such a
+    /// library needs in turn: the import fails without it), `first-use` (a DT_NEEDED only of
+    /// objects the framework loads later, on first use: see `frameworks[].wants[].lazy`) or
+    /// `run-time` (handed to `dlopen` by the framework or a CUDA library when the GPU, a JIT
+    /// or a profiler starts: the import works without it). Absent for the `cuda-family`
+    /// libraries nobody asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needed_at: Option<String>,
     /// The major version of the soname resolved (`10` for `libcusolver.so.10`, `11` for
     /// `libcudart.so.11.0`): the real file's DT_SONAME when it resolves, the asked name otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -207,9 +207,13 @@ fn load_group(run: &LoadRun, group: &mut [Library]) {
             ..Default::default()
         });
     }
-    let idx: Vec<usize> = (0..group.len())
+    // What the framework's own code loads by path comes first, as in the real process: a
+    // library loaded later that needs the same soname gets that copy (glibc reuses a loaded
+    // soname), whatever LD_LIBRARY_PATH holds (torch 2.6's nvJitLink preload, pytorch#138460).
+    let mut idx: Vec<usize> = (0..group.len())
         .filter(|i| group[*i].resolves && group[*i].reason != "transitive")
         .collect();
+    idx.sort_by_key(|i| group[*i].found_via.as_deref() != Some("preloaded-by-framework"));
     let items: Vec<load::Item> = idx
         .iter()
         .filter_map(|i| {

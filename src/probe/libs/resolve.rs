@@ -14,7 +14,7 @@ use crate::probe::libs::frameworks::{family, implied_family, soname_major, Scan}
 use crate::probe::libs::search::{Loader, Object, Preload, Requester};
 use crate::probe::libs::{elf, links};
 use crate::root::Root;
-use crate::snapshot::libs::{Candidate, Library, LinkHop};
+use crate::snapshot::libs::{Candidate, Library, LinkHop, Wanted};
 use crate::snapshot::{ProbeError, Python};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -196,7 +196,40 @@ pub fn resolve_python(
     while let Some(item) = r.next_item(&mut implied) {
         out.push(r.resolve_one(item, errors));
     }
+    settle_needed_at(&mut out);
     out
+}
+
+/// A library is needed as early as the earliest library that lists it in DT_NEEDED: the queue
+/// gave it the `needed_at` of whoever reached it first (libnvJitLink through a lazily loaded
+/// cuSOLVER), while cuSPARSE, needed at import, needs it too.
+fn settle_needed_at(libs: &mut [Library]) {
+    loop {
+        let mut changed = false;
+        for i in 0..libs.len() {
+            let Some(at) = libs[i].needed_at.clone() else {
+                continue;
+            };
+            let needed: Vec<String> = libs[i]
+                .elf
+                .as_ref()
+                .map(|e| e.needed.clone())
+                .unwrap_or_default();
+            for l in libs.iter_mut() {
+                if l.reason == "cuda-family" || !needed.contains(&l.soname) {
+                    continue;
+                }
+                let e = earliest(l.needed_at.as_deref(), &at);
+                if l.needed_at.as_deref() != Some(e.as_str()) {
+                    l.needed_at = Some(e);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return;
+        }
+    }
 }
 
 /// What the frameworks' own code loaded by path: it wins later requests for its soname.
@@ -240,7 +273,14 @@ fn wanted_libraries(scans: &[Scan], py_path: &Path) -> BTreeMap<String, (Library
                 )
             });
             e.0.wanted_by.push(scan.label());
+            e.0.needed_at = Some(earliest(e.0.needed_at.as_deref(), want_needed_at(w)));
         }
+        // torch preloads in `import torch`; JAX when its GPU backend starts.
+        let preload_at = if scan.framework.name == "torch" {
+            "import"
+        } else {
+            "run-time"
+        };
         for p in &scan.framework.preloads {
             let e = wanted.entry(p.soname.clone()).or_insert_with(|| {
                 (
@@ -253,9 +293,34 @@ fn wanted_libraries(scans: &[Scan], py_path: &Path) -> BTreeMap<String, (Library
                 )
             });
             e.0.wanted_by.push(scan.label());
+            e.0.needed_at = Some(earliest(e.0.needed_at.as_deref(), preload_at));
         }
     }
     wanted
+}
+
+/// When a framework's want is first needed (see `Library::needed_at`).
+fn want_needed_at(w: &Wanted) -> &'static str {
+    if !w.evidence.starts_with("DT_NEEDED") {
+        "run-time"
+    } else if w.lazy {
+        "first-use"
+    } else {
+        "import"
+    }
+}
+
+/// The earlier of two `needed_at` values (`import` before `first-use` before `run-time`).
+fn earliest(a: Option<&str>, b: &str) -> String {
+    let rank = |x: &str| match x {
+        "import" => 0,
+        "first-use" => 1,
+        _ => 2,
+    };
+    match a {
+        Some(a) if rank(a) <= rank(b) => a.to_string(),
+        _ => b.to_string(),
+    }
 }
 
 /// The CUDA family a release implies, less what is already `wanted`. It comes after everything
@@ -467,21 +532,27 @@ impl Resolver<'_> {
 
     /// Transitive: queue the CUDA-family libraries the found file loads in turn.
     fn queue_transitive(&mut self, lib: &Library, found: &Found<'_>, child: &Requester) {
-        let next: Vec<String> = found
+        // A DT_NEEDED is needed when its owner is; a name handed to dlopen, at run time.
+        let next: Vec<(String, Option<String>)> = found
             .info
             .needed
             .iter()
             .filter(|n| family(n).is_some())
-            .cloned()
-            .chain(dlopen_names(self.root, &lib.soname, found.real))
+            .map(|n| (n.clone(), lib.needed_at.clone()))
+            .chain(
+                dlopen_names(self.root, &lib.soname, found.real)
+                    .into_iter()
+                    .map(|n| (n, Some("run-time".to_string()))),
+            )
             .collect();
-        for n in next {
+        for (n, needed_at) in next {
             if self.seen.insert(n.clone()) {
                 self.queue.push_back(Item {
                     lib: Library {
                         soname: n,
                         reason: "transitive".into(),
                         wanted_by: lib.wanted_by.clone(),
+                        needed_at,
                         ..Default::default()
                     },
                     req: child.clone(),
@@ -633,7 +704,7 @@ mod tests {
                 wants: vec![Wanted {
                     soname: "libcusolver.so.10".into(),
                     evidence: "test".into(),
-                    requester: None,
+                    ..Default::default()
                 }],
                 ..Default::default()
             },

@@ -558,6 +558,7 @@ pub(crate) fn want(fw: &mut Framework, soname: String, evidence: String, request
         soname,
         evidence,
         requester: Some(requester.to_string_lossy().into_owned()),
+        lazy: false,
     });
 }
 

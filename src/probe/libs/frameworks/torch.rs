@@ -26,6 +26,7 @@ use crate::probe::libs::search::{Loader, Object, Requester};
 use crate::root::Root;
 use crate::snapshot::libs::Framework;
 use crate::snapshot::ProbeError;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Most shared objects scanned in `torch/lib`.
@@ -141,8 +142,9 @@ pub fn plan_from_init(
             .and_then(|i| text[i..].find('\n').map(|j| &text[i + j..]))
             .unwrap_or("");
         let tail = tail.split("except OSError").next().unwrap_or(tail);
-        let direct = preload_pairs(tail);
-        pairs.retain(|(_, n)| direct.iter().any(|(_, d)| d == n));
+        // The direct calls after the check, read from that part alone: a quote earlier in
+        // the file (an apostrophe in a docstring) must not decide what is found here.
+        pairs = preload_pairs(tail);
     }
     let cu_dir =
         text.contains("f\"cu{maj_cuda_version}\"") || text.contains("f'cu{maj_cuda_version}'");
@@ -227,6 +229,7 @@ pub(super) fn scan(
         fw.entry_points.push(e.to_string_lossy().into_owned());
         needed_of(root, e, fw, errors);
     }
+    mark_lazy(fw, &loaded_at_import(root, dir, &lib_files));
     if fw.is_cuda_build != Some(false) {
         read_arch_list(root, &lib, fw);
         read_build_cudnn(&lib_files, fw);
@@ -237,6 +240,55 @@ pub(super) fn scan(
         .as_deref()
         .and_then(|c| c.split('.').next()?.parse().ok());
     read_text(root, &init, errors).and_then(|t| plan_from_init(&t, &init, major, dir))
+}
+
+/// The objects `import torch` maps from its own files: `torch/_C*.so`, the
+/// `lib/libtorch_global_deps.so` that `_load_global_deps` opens, and what they need in turn
+/// (DT_NEEDED) among the files of `torch/lib`. The others torch opens on first use
+/// (`libcaffe2_nvrtc.so` for JIT kernels, `libtorch_cuda_linalg.so` for GPU linear algebra).
+fn loaded_at_import(root: &Root, dir: &Path, lib_files: &[PathBuf]) -> HashSet<PathBuf> {
+    let by_name: HashMap<String, &PathBuf> = lib_files
+        .iter()
+        .filter_map(|p| Some((p.file_name()?.to_string_lossy().into_owned(), p)))
+        .collect();
+    let mut todo: Vec<PathBuf> = file_names(root, dir)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy())
+                .is_some_and(|n| n.starts_with("_C") && n.ends_with(".so"))
+        })
+        .collect();
+    todo.push(dir.join("lib/libtorch_global_deps.so"));
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    while let Some(p) = todo.pop() {
+        if seen.len() >= MAX_SCANNED || !seen.insert(p.clone()) {
+            continue;
+        }
+        if let Ok(info) = elf::read(root, &p) {
+            todo.extend(
+                info.needed
+                    .iter()
+                    .filter_map(|n| by_name.get(n).map(|q| (*q).clone())),
+            );
+        }
+    }
+    seen
+}
+
+/// Mark the wants whose requester is one of torch's own objects that the import does not map.
+fn mark_lazy(fw: &mut Framework, at_import: &HashSet<PathBuf>) {
+    if at_import.is_empty() {
+        return;
+    }
+    for w in &mut fw.wants {
+        let Some(req) = w.requester.as_deref() else {
+            continue;
+        };
+        if w.evidence.starts_with("DT_NEEDED") && !at_import.contains(Path::new(req)) {
+            w.lazy = true;
+        }
+    }
 }
 
 /// `torch/version.py`: the CUDA it was built for (`None`: a CPU build).
@@ -387,7 +439,9 @@ mod tests {
         assert_eq!(p.mode, Mode::OnError);
         assert_eq!(p.specs.len(), 2);
         assert_eq!(p.specs[1].dirs, ["nvidia/cudnn/lib"]);
-        let t25 = "cuda_libs = {'cublas': 'libcublas.so.*[0-9]', 'nvjitlink': 'libnvJitLink.so.*[0-9]'}\n_preload_cuda_deps(a, b)\n if \"nvidia/cuda_runtime/lib/libcudart.so\" not in _maps:\n  return\n _preload_cuda_deps(\"nvjitlink\", \"libnvJitLink.so.*[0-9]\")\n except OSError as err:\n";
+        // torch 2.6's text: an apostrophe in a docstring before the check must not hide the
+        // direct calls after it.
+        let t25 = "\"\"\"it doesn't matter\"\"\"\ncuda_libs = {'cublas': 'libcublas.so.*[0-9]', 'nvjitlink': 'libnvJitLink.so.*[0-9]'}\n_preload_cuda_deps(a, b)\n if \"nvidia/cuda_runtime/lib/libcudart.so\" not in _maps:\n  return\n _preload_cuda_deps(\"nvjitlink\", \"libnvJitLink.so.*[0-9]\")\n except OSError as err:\n";
         let p =
             plan_from_init(t25, Path::new("/t/__init__.py"), Some(12), Path::new("/t")).unwrap();
         assert_eq!(p.mode, Mode::CudartFromPip);
