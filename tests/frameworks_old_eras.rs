@@ -31,37 +31,7 @@ fn wheel(spec: &str, file: &str) -> Option<PathBuf> {
 
 /// The wheel `file` of `spec` for Python `py`, downloaded once.
 fn wheel_for(spec: &str, file: &str, py: &str) -> Option<PathBuf> {
-    pypi::need(
-        spec,
-        (|| {
-            let dir = pypi::cache_dir().join("wheels");
-            let whl = dir.join(file);
-            if whl.is_file() {
-                return Ok(whl);
-            }
-            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            pypi::run(
-                pypi::pip(Path::new("python3"))
-                    .args([
-                        "download",
-                        "--no-deps",
-                        "--only-binary=:all:",
-                        "--python-version",
-                        py,
-                        "--platform",
-                        "manylinux2010_x86_64",
-                        "--platform",
-                        "manylinux1_x86_64",
-                        "-d",
-                    ])
-                    .arg(&dir)
-                    .arg(spec),
-            )?;
-            whl.is_file()
-                .then_some(whl)
-                .ok_or_else(|| format!("{file} not downloaded"))
-        })(),
-    )
+    pypi::need(spec, pypi::wheel_file(spec, file, py))
 }
 
 /// Unzip `members` of `whl` into the machine's site-packages.

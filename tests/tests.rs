@@ -56,3 +56,4 @@ mod ship_cli;
 mod ship_wheel;
 mod snapshot_cli;
 mod timings_cli;
+mod verdict_reality;

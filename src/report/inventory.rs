@@ -174,9 +174,23 @@ fn framework_findings<'f>(
                             && p.starts_with(&format!("libraries[{} @ {python}]", l.soname))
                     })
             };
-            f.subject.as_deref().is_some_and(touches) || f.evidence.iter().any(|e| touches(&e.path))
+            // A machine-wide finding about the GPU or driver (no GPU where one is expected)
+            // is the Driver line's, even when its evidence names the framework.
+            let driver = f.evidence.iter().any(|e| driver_area(&e.path));
+            match f.subject.as_deref() {
+                Some(s) => touches(s),
+                None => !driver && f.evidence.iter().any(|e| touches(&e.path)),
+            }
         })
         .collect()
+}
+
+/// The fact paths the Driver line answers for.
+fn driver_area(p: &str) -> bool {
+    p.starts_with("nvml")
+        || p.starts_with("cuda.driver")
+        || p.starts_with("expect.gpu")
+        || p.starts_with("gpus")
 }
 
 /// One framework's line (its distributions together: jax, jaxlib and its CUDA plugins are one
@@ -365,9 +379,7 @@ fn python_line(snap: &Snapshot, job: Option<&(&Python, String)>, findings: &[Fin
 /// The Driver line: the NVIDIA driver and its CUDA version, or why there is none (a warning
 /// when a framework is a CUDA build).
 fn driver_line(snap: &Snapshot, wants_gpu: bool, findings: &[Finding]) -> Line {
-    let driver_mark = worst(findings, |p| {
-        p.starts_with("nvml") || p.starts_with("cuda.driver") || p.starts_with("expect.gpu")
-    });
+    let driver_mark = worst(findings, |p| driver_area(p) && !p.starts_with("gpus"));
     let nvml = &snap.nvml;
     if nvml.status == "ok" {
         return Line {

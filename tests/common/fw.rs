@@ -43,7 +43,25 @@ pub fn finding_ids(report: &Value) -> Vec<String> {
         .collect()
 }
 
+/// `envdoctor check --format json` with the load probe on (a fresh child, no load cache): what
+/// a user's `check` says, with `venv` active, in `cwd`, with `extra` variables.
+pub fn check_loaded(venv: &Path, cwd: &Path, extra: &[(&str, &str)], args: &[&str]) -> Value {
+    let mut a = vec!["check", "--format", "json", "--no-load-cache"];
+    a.extend_from_slice(args);
+    run_with(venv, cwd, extra, &a, false)
+}
+
 fn run(venv: &Path, cwd: &Path, extra: &[(&str, &str)], args: &[&str]) -> Value {
+    run_with(venv, cwd, extra, args, true)
+}
+
+fn run_with(
+    venv: &Path,
+    cwd: &Path,
+    extra: &[(&str, &str)],
+    args: &[&str],
+    no_load: bool,
+) -> Value {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_envdoctor"));
     cmd.env_clear()
@@ -56,7 +74,10 @@ fn run(venv: &Path, cwd: &Path, extra: &[(&str, &str)], args: &[&str]) -> Value 
         )
         .current_dir(cwd)
         .args(args)
-        .args(["--no-load", "--deadline", "120"]);
+        .args(["--deadline", "120"]);
+    if no_load {
+        cmd.arg("--no-load");
+    }
     for (k, v) in extra {
         cmd.env(k, v);
     }

@@ -131,3 +131,33 @@ pub fn cached_venv(reqs: &[&str]) -> Result<std::path::PathBuf, String> {
     let _ = std::fs::remove_dir(&lock);
     built.map(|()| dir)
 }
+
+/// The wheel `file` of `spec` (built for CPython `py`, manylinux x86_64) in the cache, downloaded
+/// once with `pip download --no-deps`: real old releases' files for tests that need their ELF
+/// facts or put them where people put them.
+pub fn wheel_file(spec: &str, file: &str, py: &str) -> Result<std::path::PathBuf, String> {
+    let dir = cache_dir().join("wheels");
+    let whl = dir.join(file);
+    if whl.is_file() {
+        return Ok(whl);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    run(pip(Path::new("python3"))
+        .args([
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            py,
+            "--platform",
+            "manylinux2010_x86_64",
+            "--platform",
+            "manylinux1_x86_64",
+            "-d",
+        ])
+        .arg(&dir)
+        .arg(spec))?;
+    whl.is_file()
+        .then_some(whl)
+        .ok_or_else(|| format!("{file} not downloaded"))
+}
