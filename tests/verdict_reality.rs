@@ -21,7 +21,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const FIRST_OP: &str = "import warnings\nwarnings.simplefilter('ignore')\nimport torch\ntorch.zeros(1)";
+const FIRST_OP: &str =
+    "import warnings\nwarnings.simplefilter('ignore')\nimport torch\ntorch.zeros(1)";
 
 fn torch(version: &str) -> Option<PathBuf> {
     let spec = format!("torch=={version}");
@@ -216,9 +217,82 @@ fn torch_2_6_old_nvjitlink_in_the_working_dir_breaks_and_check_says_so() {
     let report = fw::check_loaded(&venv, &cwd, &[], &["--project", "."]);
     let errors = findings_at(&report, "error");
     assert!(
-        errors.iter().any(|f| f.to_string().contains("libnvJitLink.so.12")),
+        errors
+            .iter()
+            .any(|f| f.to_string().contains("libnvJitLink.so.12")),
         "{:?}",
         ids(&errors)
     );
     assert_eq!(summary_mark(&report, "torch"), "bad");
+}
+
+/// The torchvision fix is computed from the facts, and it is right to paste: on the real torch
+/// 2.6 venv with a torchvision of torch 2.5 (0.20.1) on record, the printed command resolves with
+/// `pip install --dry-run` to torchvision 0.21 and leaves torch alone; applied to a copy of the
+/// snapshot, the rule is quiet.
+#[test]
+fn torchvision_fix_resolves_to_the_pair_of_the_installed_torch() {
+    let Some(venv) = torch("2.6.0") else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let mut snap = fw::snapshot(&venv, cwd.path(), &[]);
+    let py = venv.join("bin/python");
+    let set_torchvision = |snap: &mut Value, version: &str| {
+        for p in snap["pythons"].as_array_mut().unwrap() {
+            if p["path"] != py.to_str().unwrap() {
+                continue;
+            }
+            let pkgs = p["packages"].as_array_mut().unwrap();
+            let torch = pkgs.iter().find(|k| k["name"] == "torch").unwrap().clone();
+            pkgs.retain(|k| k["name"] != "torchvision");
+            let mut tv = torch;
+            tv["name"] = "torchvision".into();
+            tv["version"] = version.into();
+            pkgs.push(tv);
+        }
+    };
+    set_torchvision(&mut snap, "0.20.1");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("snap.json");
+    std::fs::write(&file, snap.to_string()).unwrap();
+    let report = check_from(&file);
+    let f = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "torchvision-built-for-other-torch")
+        .expect("the rule fires for torchvision 0.20 with torch 2.6");
+    let fix = f["fix"].as_str().unwrap();
+    let command = fix.split('`').nth(1).expect("a command in backticks");
+    let words: Vec<String> = command
+        .split_whitespace()
+        .map(|w| w.trim_matches('\'').to_string())
+        .collect();
+    assert_eq!(words[0], py.to_str().unwrap(), "{command}");
+    assert_eq!(&words[1..4], ["-m", "pip", "install"], "{command}");
+    // pip's own words (`Would install ...`), so not pypi::pip's -q.
+    let out = pypi::run(
+        Command::new(&py)
+            .args(["-m", "pip", "--disable-pip-version-check", "--no-input"])
+            .args(["install", "--dry-run"])
+            .args(&words[4..]),
+    )
+    .unwrap_or_else(|e| panic!("{command}: {e}"));
+    assert!(out.contains("torchvision-0.21."), "{command}: {out}");
+    assert!(!out.contains("torch-2."), "torch stays: {out}");
+    // Applied to the snapshot: quiet.
+    set_torchvision(&mut snap, "0.21.0");
+    std::fs::write(&file, snap.to_string()).unwrap();
+    let report = check_from(&file);
+    assert!(!fw::finding_ids(&report).contains(&"torchvision-built-for-other-torch".to_string()));
+}
+
+/// `check --format json --from FILE` (exit 0 or 1): the report.
+fn check_from(file: &Path) -> Value {
+    let (code, out, err) = crate::common::cli::output(
+        crate::common::cli::cmd()
+            .args(["check", "--format", "json", "--from"])
+            .arg(file),
+    );
+    assert!(matches!(code, 0 | 1), "{err}");
+    serde_json::from_str(&out).unwrap()
 }

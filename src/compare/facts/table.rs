@@ -250,6 +250,7 @@ pub(crate) const RULES: &[Rule] = &[
     used("frameworks[].wants[].soname"),
     ignore("frameworks[].wants[].evidence", "where a wanted soname was read; the sonames are compared"),
     ignore("frameworks[].wants[].requester", "which object asks; the sonames and how each resolves are compared"),
+    ignore("frameworks[].wants[].lazy", "when its requester is loaded; each library's needed_at is compared"),
     val("frameworks[].nvidia_requirements"),
     ignore("frameworks[].location", "a path: frameworks are matched by interpreter and name"),
     ignore("frameworks[].cuda_major", "derived from cuda_version, which is compared"),
