@@ -22,6 +22,7 @@ mod deploy;
 mod diagnose_cli;
 mod diagnose_corpus;
 mod env_secrets;
+mod extensions_probe;
 mod field_reports;
 mod formats;
 mod frameworks_conda;
