@@ -250,36 +250,46 @@ fn a_library_found_nowhere_and_the_driver_are_told_apart() {
     machine::fired(&report, "extension-needs-nvidia-driver");
 }
 
+/// torch 2.6.0's `functorch/_C` needs `std::string`'s empty-rep storage at `GLIBCXX_3.4`, which
+/// libstdc++ defines as an `STB_GNU_UNIQUE` object: it binds like a global.
 #[test]
-fn a_clean_torch_venv_loads_its_own_extensions() {
-    let Some(venv) = pypi::need("torch==2.15.0 venv", pypi::cached_venv(&["torch==2.15.0"])) else {
-        return;
-    };
-    let cwd = tempfile::tempdir().unwrap();
-    let report = fw::check(&venv, cwd.path(), &[], &[]);
-    let snap = &report["snapshot"];
-    let py = snap["pythons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| {
-            p["path"]
-                .as_str()
-                .is_some_and(|s| s.starts_with(venv.to_str().unwrap()))
-        })
-        .unwrap();
-    let torch = py["native"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["package"] == "torch")
-        .unwrap();
-    assert!(torch["modules"].as_u64().unwrap() >= 1, "{torch:#}");
-    assert_eq!(torch["host"], "torch");
-    assert_eq!(torch["cuda_majors"], serde_json::json!([13]));
-    assert!(failures(py).is_empty(), "{:#}", py["native_failures"]);
-    let ids = fw::finding_ids(&report);
-    assert!(!ids.iter().any(|i| i.starts_with("extension-")), "{ids:?}");
+fn clean_torch_venvs_load_their_own_extensions() {
+    for (spec, cuda) in [("torch==2.15.0", 13), ("torch==2.6.0", 12)] {
+        let Some(venv) = pypi::need(&format!("{spec} venv"), pypi::cached_venv(&[spec])) else {
+            return;
+        };
+        let cwd = tempfile::tempdir().unwrap();
+        let report = fw::check(&venv, cwd.path(), &[], &[]);
+        let py = report["snapshot"]["pythons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| {
+                p["path"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with(venv.to_str().unwrap()))
+            })
+            .unwrap();
+        let torch = py["native"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["package"] == "torch")
+            .unwrap();
+        assert!(torch["modules"].as_u64().unwrap() >= 1, "{spec}: {torch:#}");
+        assert_eq!(torch["host"], "torch", "{spec}");
+        assert_eq!(torch["cuda_majors"], serde_json::json!([cuda]), "{spec}");
+        assert!(
+            failures(py).is_empty(),
+            "{spec}: {:#}",
+            py["native_failures"]
+        );
+        let ids = fw::finding_ids(&report);
+        assert!(
+            !ids.iter().any(|i| i.starts_with("extension-")),
+            "{spec}: {ids:?}"
+        );
+    }
 }
 
 /// `pip download` one wheel for CPython 3.11 into the PyPI cache, once.
