@@ -40,6 +40,7 @@ mod libs_probe;
 mod loader_ldcache;
 mod loader_resolve;
 mod loader_symver;
+mod mechanism_bench;
 mod module_graph;
 mod output_cli;
 mod output_golden;

@@ -17,7 +17,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// The largest module scanned for NumPy's marker (bigger ones are libraries, not bindings).
-pub const MAX_SCAN: u64 = 96 * 1024 * 1024;
+pub const MAX_SCAN: u64 = 32 * 1024 * 1024;
 
 const NEW: &[u8] = b"numpy._core";
 const OLD: &[&[u8]] = &[b"numpy.core._multiarray_umath", b"numpy.core.multiarray"];

@@ -124,8 +124,8 @@ impl<'a> Interp<'a> {
             info: Arc::new(info),
             requester: Requester::new(exe.clone()),
         };
-        let (global, missing) = it.map_tree(start, &[]);
-        it.python_complete = missing.is_empty() && it.glibc;
+        let (global, missing, unread) = it.map_tree(start, &[]);
+        it.python_complete = missing.is_empty() && !unread && it.glibc;
         it.global = global;
         it.exe = Some(exe);
         it
@@ -144,7 +144,7 @@ impl<'a> Interp<'a> {
 
     /// Map `start` and its dependencies breadth first, reusing what `already` holds; the
     /// objects mapped (start first) and the names found nowhere.
-    fn map_tree(&self, start: Mapped, already: &[Mapped]) -> (Vec<Mapped>, Vec<String>) {
+    fn map_tree(&self, start: Mapped, already: &[Mapped]) -> (Vec<Mapped>, Vec<String>, bool) {
         let mut by_name: HashMap<String, ()> = HashMap::new();
         for m in already {
             by_name.insert(file_name(&m.path), ());
@@ -154,6 +154,7 @@ impl<'a> Interp<'a> {
         }
         let mut tree = vec![start];
         let mut missing = Vec::new();
+        let mut unread = false;
         let mut i = 0;
         while i < tree.len() && tree.len() < MAX_OBJECTS {
             let needed = tree[i].info.needed.clone();
@@ -163,29 +164,31 @@ impl<'a> Interp<'a> {
                 }
                 by_name.insert(name.clone(), ());
                 let res = self.loader.resolve(&name, &tree[i].requester);
-                let found = res
-                    .path
-                    .filter(|_| res.error.is_none())
-                    .and_then(|p| self.info(&p).map(|info| (p, info)));
-                match found {
-                    Some((path, info)) => {
-                        if let Some(s) = &info.soname {
-                            by_name.insert(s.clone(), ());
-                        }
-                        let requester = tree[i].requester.child(Object::from_elf(&path, &info));
-                        tree.push(Mapped {
-                            path,
-                            info,
-                            requester,
-                        });
+                let Some(path) = res.path.filter(|_| res.error.is_none()) else {
+                    if self.glibc || !RUNTIME.contains(&name.as_str()) {
+                        missing.push(name);
                     }
-                    None if !self.glibc && RUNTIME.contains(&name.as_str()) => {}
-                    None => missing.push(name),
+                    continue;
+                };
+                // A file the loader opens but envdoctor cannot read (a string table past its
+                // bound): what it needs and defines is unknown, so no verdict on symbols.
+                let Some(info) = self.info(&path) else {
+                    unread = true;
+                    continue;
+                };
+                if let Some(s) = &info.soname {
+                    by_name.insert(s.clone(), ());
                 }
+                let requester = tree[i].requester.child(Object::from_elf(&path, &info));
+                tree.push(Mapped {
+                    path,
+                    info,
+                    requester,
+                });
             }
             i += 1;
         }
-        (tree, missing)
+        (tree, missing, unread)
     }
 
     /// Load the module at `path` (its facts and symbols already read).
@@ -200,7 +203,7 @@ impl<'a> Interp<'a> {
             info: Arc::new(info),
             requester,
         };
-        let (tree, missing) = self.map_tree(start, &self.global);
+        let (tree, missing, unread) = self.map_tree(start, &self.global);
         let mut out = Outcome {
             missing_libraries: missing,
             ..Default::default()
@@ -215,8 +218,9 @@ impl<'a> Interp<'a> {
         }
         out.sonames.sort();
         out.sonames.dedup();
-        if !out.missing_libraries.is_empty() {
-            // ld.so stops at the first library it cannot find.
+        if !out.missing_libraries.is_empty() || unread {
+            // ld.so stops at the first library it cannot find; an object envdoctor could not
+            // read leaves the symbols unknown.
             return out;
         }
         out.missing_versions = self.missing_versions(&tree);

@@ -5,7 +5,8 @@
 //! `pythons[].native_failures`, `pythons[].owners`.
 //!
 //! Cheap by construction: only files a distribution's `RECORD` lists and whose names are
-//! extension modules are read, only their ELF headers, dynamic sections, `.dynsym` and
+//! extension modules are read (the directory of an editable install, or the `top_level.txt`
+//! packages of a distribution without RECORD, are walked, bounded), only their ELF headers, dynamic sections, `.dynsym` and
 //! `.gnu.version*` (the NumPy marker scan reads the modules of distributions that require
 //! NumPy, when NumPy is installed); each library's exports are read once per run
 //! ([`exports::Cache`]); at most [`MAX_MODULES`] modules per interpreter; the deadline is checked
@@ -147,20 +148,83 @@ pub fn is_extension_module(name: &str) -> bool {
     !stem.contains('.') && !stem.starts_with("lib") && !stem.is_empty()
 }
 
-/// The extension modules a distribution installed, from its `RECORD` (machine paths).
+/// The extension modules of a distribution (machine paths): those its `RECORD` lists; for an
+/// editable install, those under its source directory (the build puts them in the tree, and
+/// the RECORD lists only the import hook); for a distribution without RECORD (an OS package's
+/// `.egg-info`), those under its `top_level.txt` packages.
 fn modules_of(root: &Root, pkg: &Package) -> Vec<PathBuf> {
-    let record = Path::new(&pkg.metadata).join("RECORD");
-    let Ok(bytes) = root.read_limited(&record, MAX_RECORD) else {
-        return Vec::new();
-    };
-    let text = String::from_utf8_lossy(&bytes);
+    let meta = Path::new(&pkg.metadata);
     let site = Path::new(&pkg.location);
-    text.lines()
-        .filter_map(|l| l.split(',').next())
-        .map(|f| f.trim_matches('"'))
-        .filter(|f| is_extension_module(f.rsplit('/').next().unwrap_or(f)))
-        .map(|f| crate::root::lexical_normalize(&site.join(f)))
-        .collect()
+    let mut out: Vec<PathBuf> = match root.read_limited(&meta.join("RECORD"), MAX_RECORD) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter_map(|l| l.split(',').next())
+            .map(|f| f.trim_matches('"'))
+            .filter(|f| is_extension_module(f.rsplit('/').next().unwrap_or(f)))
+            .map(|f| crate::root::lexical_normalize(&site.join(f)))
+            .collect(),
+        Err(_) => top_level(root, meta)
+            .iter()
+            .flat_map(|t| walk(root, &site.join(t)))
+            .collect(),
+    };
+    if let Some(src) = pkg.editable.as_deref().filter(|e| e.starts_with('/')) {
+        out.extend(walk(root, Path::new(src)));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The top-level import names a distribution lists (`top_level.txt`).
+fn top_level(root: &Root, meta: &Path) -> Vec<String> {
+    root.read_limited(&meta.join("top_level.txt"), 64 * 1024)
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.contains(['/', '.']))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Deepest directory level and most entries [`walk`] visits for one distribution.
+const WALK_DEPTH: usize = 8;
+const WALK_ENTRIES: usize = 20_000;
+
+/// Extension modules under `dir` (bounded: [`WALK_DEPTH`], [`WALK_ENTRIES`]; `.git`,
+/// `__pycache__` and hidden directories skipped).
+fn walk(root: &Root, dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), 0usize)];
+    let mut seen = 0usize;
+    while let Some((d, depth)) = stack.pop() {
+        let Ok(entries) = root.read_dir(&d) else {
+            continue;
+        };
+        for p in entries {
+            seen += 1;
+            if seen > WALK_ENTRIES {
+                return out;
+            }
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if is_extension_module(&name) {
+                out.push(p);
+            } else if depth < WALK_DEPTH
+                && !name.starts_with('.')
+                && name != "__pycache__"
+                && root.symlink_metadata(&p).is_ok_and(|m| m.is_dir())
+            {
+                stack.push((p, depth + 1));
+            }
+        }
+    }
+    out
 }
 
 /// Every distribution's extension modules in `py`, loaded.
@@ -204,7 +268,27 @@ fn scan_python(
         let wants_numpy = numpy_major.is_some() && requires(pkg, "numpy");
         let take = modules.len().min(budget);
         budget -= take;
-        let (dist, fails) = scan_dist(root, &interp, pkg, &modules[..take], wants_numpy, host);
+        let (dist, fails, visited) = scan_dist(
+            root,
+            &interp,
+            pkg,
+            &modules[..take],
+            Want {
+                numpy: wants_numpy,
+                host,
+            },
+            deadline,
+        );
+        if visited < take {
+            errors.push(ProbeError::at(
+                "extensions",
+                &py.path,
+                format!(
+                    "the deadline came after {} of {}'s {take} extension modules; the rest were not checked",
+                    visited, pkg.name
+                ),
+            ));
+        }
         native.push(dist);
         failures.extend(fails);
     }
@@ -222,15 +306,31 @@ fn requires(pkg: &Package, dep: &str) -> bool {
     })
 }
 
-/// One distribution's modules.
+/// What to learn of a distribution besides its loading: its NumPy marker (it requires NumPy
+/// and NumPy is installed), the framework whose libraries it may reuse.
+struct Want<'a> {
+    numpy: bool,
+    host: Option<&'a str>,
+}
+
+/// Most modules of one distribution scanned for the NumPy marker (its modules are compiled
+/// together: the first with a marker says the build).
+const NUMPY_SCANS: usize = 4;
+
+/// One distribution's modules, until `deadline` (less a margin to hand the facts over).
 fn scan_dist(
     root: &Root,
     interp: &load::Interp,
     pkg: &Package,
     modules: &[PathBuf],
-    wants_numpy: bool,
-    host: Option<&str>,
-) -> (NativeDist, Vec<NativeFailure>) {
+    want: Want,
+    deadline: Instant,
+) -> (NativeDist, Vec<NativeFailure>, usize) {
+    let stop = deadline
+        .checked_sub(std::time::Duration::from_millis(300))
+        .unwrap_or(deadline);
+    let mut scans = 0;
+    let mut visited = 0;
     let built_for_torch = abi::built_for_torch(pkg);
     let mut dist = NativeDist {
         package: pkg.name.clone(),
@@ -240,17 +340,24 @@ fn scan_dist(
     };
     let mut failures = Vec::new();
     for m in modules {
+        if Instant::now() >= stop {
+            break;
+        }
+        visited += 1;
         let Ok((info, syms)) = crate::probe::libs::elf::read_with_symbols(root, m) else {
             continue; // not there, or not ELF (a stub): Python would not import it either way
         };
         dist.modules += 1;
         let out = interp.load(m, info, &syms);
         if !out.from_framework.is_empty() {
-            dist.host = host.map(str::to_string);
+            dist.host = want.host.map(str::to_string);
         }
         dist.cuda_majors
             .extend(out.sonames.iter().filter_map(|s| abi::cuda_major(s)));
-        if wants_numpy {
+        // One module with the marker says the distribution's build (its modules are compiled
+        // together): the rest are not scanned.
+        if want.numpy && dist.numpy_abi.is_none() && scans < NUMPY_SCANS {
+            scans += 1;
             if let Some(v) = abi::numpy_abi(root, m) {
                 if dist.numpy_abi.is_none_or(|old| v < old) {
                     dist.numpy_abi = Some(v);
@@ -264,7 +371,7 @@ fn scan_dist(
     }
     dist.cuda_majors.sort();
     dist.cuda_majors.dedup();
-    (dist, failures)
+    (dist, failures, visited)
 }
 
 /// The failure `out` describes, if any (the first the loader would meet).
