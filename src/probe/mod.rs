@@ -11,6 +11,7 @@ pub mod checkpoint;
 pub mod childproc;
 pub mod cuda;
 pub mod env;
+pub mod extensions;
 pub mod gpu;
 pub mod host;
 pub mod libs;
@@ -147,6 +148,11 @@ pub fn registry() -> Vec<Probe> {
             name: "libs",
             stage: 2,
             run: libs::probe,
+        },
+        Probe {
+            name: "extensions",
+            stage: 2,
+            run: extensions::probe,
         },
     ]
 }

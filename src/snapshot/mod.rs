@@ -17,6 +17,7 @@
 pub mod checkpoint;
 pub mod cuda;
 pub mod expect;
+pub mod extensions;
 pub mod gpu;
 pub mod host;
 pub mod libs;

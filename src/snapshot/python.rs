@@ -61,6 +61,16 @@ pub struct Python {
     /// How many more unmet requirements there were beyond those listed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unmet_requirements_omitted: usize,
+    /// Distributions with native extension modules: the ABIs they were built for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub native: Vec<super::extensions::NativeDist>,
+    /// Extension modules the loader would refuse (missing library, version or symbol).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub native_failures: Vec<super::extensions::NativeFailure>,
+    /// Distributions that two installers claim (pip over conda) or whose conda record
+    /// disagrees with the files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<super::extensions::OwnerConflict>,
 }
 
 /// The most unmet requirements a snapshot lists per interpreter (the rest are counted in
@@ -398,6 +408,11 @@ impl Python {
         self.sources.dedup();
         self.roles.sort();
         self.roles.dedup();
+        self.native.sort_by(|a, b| a.package.cmp(&b.package));
+        self.native_failures
+            .sort_by(|a, b| (&a.package, &a.module).cmp(&(&b.package, &b.module)));
+        self.owners
+            .sort_by(|a, b| (&a.package, &a.kind).cmp(&(&b.package, &b.kind)));
     }
 
     /// The first package with this (normalised) name in sys.path order: the one `import` sees.

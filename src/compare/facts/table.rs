@@ -236,6 +236,9 @@ pub(crate) const RULES: &[Rule] = &[
     ignore("pythons[].unmet_requirements", "pip check's verdict, derived from the compared versions; check reports it"),
     ignore("pythons[].unmet_requirements_omitted", "a count of the above"),
     ignore("pythons[].ide_drift", "the IDE's interpreter against the shell's: both interpreters' packages are compared"),
+    ignore("pythons[].native", "what each distribution's modules were built against: derived from the compared package versions; check reports mismatches"),
+    ignore("pythons[].native_failures", "the loader's verdict on each extension module, derived from the compared versions; check reports it"),
+    ignore("pythons[].owners", "which installer owns each distribution: check reports conflicts; the versions are compared"),
     // Frameworks: what each installed framework expects.
     list("frameworks", Id::Custom(w::framework_id)).sec(S::Frameworks).ml(true),
     used("frameworks[].python"),

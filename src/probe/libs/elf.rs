@@ -407,6 +407,9 @@ impl DynSymbols {
     }
 }
 
+/// `STB_GNU_UNIQUE`: a global symbol the loader keeps one copy of per process.
+const STB_GNU_UNIQUE: u8 = 10;
+
 /// Most dynamic symbols read (libtorch_cuda has ~200k).
 const MAX_SYMBOLS: u64 = 4_000_000;
 
@@ -715,7 +718,9 @@ fn read_symbols(
             } else if bind == 1 {
                 syms.undefined.push(sym);
             }
-        } else if (bind == 1 || bind == 2) && (vis == 0 || vis == 3) {
+        } else if matches!(bind, 1 | 2 | STB_GNU_UNIQUE) && (vis == 0 || vis == 3) {
+            // STB_GNU_UNIQUE: template statics of libstdc++ (`std::string::_Rep::_S_empty_rep_storage`)
+            // bind like globals.
             syms.exported.push(sym);
         }
     }
@@ -893,6 +898,283 @@ fn cstr(b: &[u8], off: usize) -> Option<String> {
     let rest = b.get(off..)?;
     let end = rest.iter().position(|c| *c == 0).unwrap_or(rest.len());
     Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+/// Symbol lookups the way `ld.so` does them: through the DT_GNU_HASH table (bloom filter,
+/// buckets, chains), reading only the symbol entries, names and DT_VERSYM entries a lookup
+/// lands on, never the whole `.dynsym`/`.dynstr` (`libtorch_cpu.so` has ~150k symbols and tens
+/// of MB of names). An object without DT_GNU_HASH (old toolchains: DT_HASH only) falls back to
+/// [`read_with_symbols`].
+pub mod lookup {
+    use super::*;
+
+    /// The GNU hash of a symbol name (`dl_new_hash`).
+    pub fn gnu_hash(name: &[u8]) -> u32 {
+        name.iter().fold(5381u32, |h, c| {
+            h.wrapping_mul(33).wrapping_add(u32::from(*c))
+        })
+    }
+
+    struct Gnu {
+        nbuckets: u32,
+        symoffset: u32,
+        bloom: Vec<u64>,
+        shift: u32,
+        buckets: Vec<u32>,
+        chains: Vec<u32>,
+    }
+
+    /// One object's dynamic symbols, ready for lookups.
+    pub struct Index {
+        file: File,
+        len: u64,
+        le: bool,
+        is64: bool,
+        symtab: u64,
+        versym: Option<u64>,
+        strtab: u64,
+        versions: Vec<(u16, String)>,
+        gnu: Option<Gnu>,
+        all: Option<DynSymbols>,
+    }
+
+    impl Index {
+        /// Open the object at `machine_path` and read its hash table and version names.
+        pub fn open(root: &Root, machine_path: &Path) -> Result<Index, ElfError> {
+            let file = root.open(machine_path)?;
+            let len = file
+                .metadata()
+                .map_err(|source| ElfError::Io {
+                    path: machine_path.to_path_buf(),
+                    source,
+                })?
+                .len();
+            let r = Reader {
+                file,
+                len,
+                path: machine_path,
+            };
+            let (header, is64, le) = read_header(&r)?;
+            let phdrs = read_program_headers(&r, &header, is64, le)?;
+            let dynamic = phdrs
+                .iter()
+                .find(|p| p.p_type == PT_DYNAMIC)
+                .ok_or_else(|| r.malformed("no dynamic segment"))?;
+            let d = Dynamic {
+                entries: read_dynamic(&r, dynamic, le, is64)?,
+                loads: phdrs.iter().filter(|p| p.p_type == PT_LOAD).collect(),
+                le,
+                is64,
+            };
+            let strtab = d
+                .offset_of(DT_STRTAB)
+                .ok_or_else(|| r.malformed("no DT_STRTAB"))?;
+            let symtab = d
+                .offset_of(DT_SYMTAB)
+                .ok_or_else(|| r.malformed("no DT_SYMTAB"))?;
+            let versym = d.offset_of(DT_VERSYM);
+            let string = |idx: u64| {
+                name_at(&r, strtab, idx).map(|b| String::from_utf8_lossy(&b).into_owned())
+            };
+            let mut scratch = ElfInfo {
+                path: machine_path.to_path_buf(),
+                class: ElfClass::Elf64,
+                machine: header.e_machine,
+                little_endian: le,
+                e_type: header.e_type,
+                interpreter: None,
+                soname: None,
+                needed: Vec::new(),
+                rpath: Vec::new(),
+                runpath: Vec::new(),
+                nodeflib: false,
+                version_needs: Vec::new(),
+                version_defs: Vec::new(),
+            };
+            let versions = read_versions(&r, &d, &string, &mut scratch)?;
+            let gnu = match d.offset_of(DT_GNU_HASH) {
+                Some(g) => Some(read_gnu(&r, g, le, is64)?),
+                None => None,
+            };
+            let all = if gnu.is_none() {
+                Some(read_symbols(&r, &d, &string, &versions)?)
+            } else {
+                None
+            };
+            let Reader { file, len, .. } = r;
+            Ok(Index {
+                file,
+                len,
+                le,
+                is64,
+                symtab,
+                versym,
+                strtab,
+                versions,
+                gnu,
+                all,
+            })
+        }
+
+        /// `len` bytes at `off`, `None` past the end or on a read error.
+        fn pread(&self, off: u64, len: u64) -> Option<Vec<u8>> {
+            if off.checked_add(len)? > self.len {
+                return None;
+            }
+            let mut buf = vec![0u8; len as usize];
+            self.file.read_exact_at(&mut buf, off).ok()?;
+            Some(buf)
+        }
+
+        /// The NUL-terminated name at `idx` of the string table.
+        fn name(&self, idx: u64) -> Option<Vec<u8>> {
+            let mut out = Vec::new();
+            let mut at = self.strtab.checked_add(idx)?;
+            while out.len() < 64 * 1024 {
+                let n = 256.min(self.len.saturating_sub(at));
+                let b = self.pread(at, n).filter(|b| !b.is_empty())?;
+                if let Some(end) = b.iter().position(|c| *c == 0) {
+                    out.extend_from_slice(&b[..end]);
+                    return Some(out);
+                }
+                out.extend_from_slice(&b);
+                at += n;
+            }
+            None
+        }
+
+        /// Whether a reference to `name` (at `version`) binds to a definition here, as glibc's
+        /// `check_match` decides: a defined, global/weak/unique symbol of default or protected
+        /// visibility; unversioned references take the default version or an unversioned
+        /// definition, versioned ones that exact version or an unversioned definition.
+        pub fn binds(&self, name: &str, version: Option<&str>) -> bool {
+            if let Some(all) = &self.all {
+                return all.provides(name, version);
+            }
+            let Some(g) = &self.gnu else { return false };
+            let h = gnu_hash(name.as_bytes());
+            let bits = if self.is64 { 64 } else { 32 };
+            if g.bloom.is_empty() || g.nbuckets == 0 {
+                return false;
+            }
+            let word = g.bloom[((h / bits) as usize) % g.bloom.len()];
+            let mask = (1u64 << (h % bits)) | (1u64 << ((h >> g.shift) % bits));
+            if word & mask != mask {
+                return false;
+            }
+            let mut idx = g.buckets[(h % g.nbuckets) as usize];
+            if idx < g.symoffset {
+                return false;
+            }
+            loop {
+                let Some(&ch) = g.chains.get((idx - g.symoffset) as usize) else {
+                    return false;
+                };
+                if (ch | 1) == (h | 1) && self.matches(idx, name, version) {
+                    return true;
+                }
+                if ch & 1 == 1 {
+                    return false;
+                }
+                idx += 1;
+            }
+        }
+
+        fn matches(&self, idx: u32, name: &str, version: Option<&str>) -> bool {
+            let entsize: u64 = if self.is64 { 24 } else { 16 };
+            let Some(b) = self.pread(self.symtab + u64::from(idx) * entsize, entsize) else {
+                return false;
+            };
+            let Some((st_name, info_b, other, shndx)) =
+                raw_symbol(Bytes { b: &b, le: self.le }, 0, self.is64)
+            else {
+                return false;
+            };
+            let bind = info_b >> 4;
+            if shndx == 0 || !matches!(bind, 1 | 2 | STB_GNU_UNIQUE) || !matches!(other & 3, 0 | 3)
+            {
+                return false;
+            }
+            if self.name(u64::from(st_name)).as_deref() != Some(name.as_bytes()) {
+                return false;
+            }
+            let vs = match self.versym {
+                Some(v) => self
+                    .pread(v + u64::from(idx) * 2, 2)
+                    .and_then(|b| Bytes { b: &b, le: self.le }.u16(0))
+                    .unwrap_or(1),
+                None => 1,
+            };
+            let def = version_name(&self.versions, vs);
+            match (version, def) {
+                (_, None) => true,
+                (None, Some(_)) => vs & 0x8000 == 0,
+                (Some(want), Some(have)) => want == have,
+            }
+        }
+    }
+
+    /// The NUL-terminated name at `idx` of the string table at `strtab`, read in pieces.
+    fn name_at(r: &Reader<'_>, strtab: u64, idx: u64) -> Result<Vec<u8>, ElfError> {
+        let mut out = Vec::new();
+        let mut at = strtab
+            .checked_add(idx)
+            .ok_or_else(|| r.truncated("a name"))?;
+        while out.len() < 64 * 1024 {
+            let n = 256.min(r.len.saturating_sub(at));
+            if n == 0 {
+                return Err(r.truncated("a name"));
+            }
+            let b = r.bytes(at, n, "a name")?;
+            if let Some(end) = b.iter().position(|c| *c == 0) {
+                out.extend_from_slice(&b[..end]);
+                return Ok(out);
+            }
+            out.extend_from_slice(&b);
+            at += n;
+        }
+        Err(r.malformed("a symbol name without end"))
+    }
+
+    fn read_gnu(r: &Reader<'_>, at: u64, le: bool, is64: bool) -> Result<Gnu, ElfError> {
+        let h = r.bytes(at, 16, "DT_GNU_HASH")?;
+        let hb = Bytes { b: &h, le };
+        let nbuckets = hb.u32(0).unwrap_or(0);
+        let symoffset = hb.u32(4).unwrap_or(0);
+        let nbloom = u64::from(hb.u32(8).unwrap_or(0));
+        let shift = hb.u32(12).unwrap_or(0);
+        if u64::from(nbuckets) > MAX_SYMBOLS || nbloom > MAX_SYMBOLS {
+            return Err(r.malformed("absurd DT_GNU_HASH sizes"));
+        }
+        let word = if is64 { 8 } else { 4 };
+        let bb = r.bytes(at + 16, nbloom * word, "DT_GNU_HASH bloom")?;
+        let bloom = (0..nbloom as usize)
+            .filter_map(|i| Bytes { b: &bb, le }.word(i * word as usize, is64))
+            .collect();
+        let buckets_at = at + 16 + nbloom * word;
+        let b = r.bytes(buckets_at, u64::from(nbuckets) * 4, "DT_GNU_HASH buckets")?;
+        let buckets = (0..nbuckets as usize)
+            .filter_map(|i| Bytes { b: &b, le }.u32(i * 4))
+            .collect();
+        let count = gnu_hash_count(r, at, le, is64)?;
+        let nchains = count.saturating_sub(u64::from(symoffset));
+        let c = r.bytes(
+            buckets_at + u64::from(nbuckets) * 4,
+            nchains * 4,
+            "DT_GNU_HASH chains",
+        )?;
+        let chains = (0..nchains as usize)
+            .filter_map(|i| Bytes { b: &c, le }.u32(i * 4))
+            .collect();
+        Ok(Gnu {
+            nbuckets,
+            symoffset,
+            bloom,
+            shift,
+            buckets,
+            chains,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub mod dist_info;
 pub mod ide;
 pub mod interp;
 pub mod locate;
+pub mod owner;
 pub mod project;
 pub mod pth;
 pub mod pyenv;

@@ -1,0 +1,334 @@
+//! One extension module `dlopen`ed into its interpreter, emulated: the objects `ld.so` maps
+//! (breadth first, each DT_NEEDED searched from the object that needs it with the RPATH chain up
+//! to the interpreter, an already-loaded soname reused), then the checks it makes before
+//! `dlopen` returns: every symbol version needed is defined (`version 'GLIBCXX_3.4.32' not
+//! found`), and, because Python opens extensions with `RTLD_NOW`, every undefined non-weak
+//! symbol binds in the global scope (the interpreter and what it loaded) or the module's own
+//! dependency tree (`undefined symbol: _ZN3c10…`).
+//!
+//! A framework's process has already loaded its own libraries (torch's `libc10.so`, TF's
+//! `libtensorflow_framework.so.2`): the caller passes them to the [`Loader`] as
+//! framework-loaded, so a module's `DT_NEEDED: libc10.so` reuses torch's copy as it would.
+//!
+//! What a fake machine cannot show is never reported: on a root without glibc (a fixture), the
+//! C and C++ runtime sonames are taken as present and symbols versioned by them as bound; when
+//! the interpreter's global scope is not known (its executable is not ELF, or a library it
+//! needs or glibc is missing) unversioned C names (`PyLong_FromLong`, `fmod`: the interpreter
+//! and the C runtime it loaded define them, and manylinux modules do not link libm themselves)
+//! are taken as bound; C++ names (`_ZN3c10…`) are still checked against the module's own tree.
+
+use super::exports;
+use crate::probe::libs::elf::{self, DynSymbols, ElfInfo};
+use crate::probe::libs::search::{Loader, Object, Requester};
+use crate::root::Root;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Most objects mapped for one module (torch's tree is ~40).
+const MAX_OBJECTS: usize = 256;
+/// Undefined symbols named per module.
+pub const NAMED: usize = 5;
+
+/// Sonames of the C and C++ runtimes, taken as present on a root without glibc.
+const RUNTIME: &[&str] = &[
+    "libc.so.6",
+    "libm.so.6",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "librt.so.1",
+    "libutil.so.1",
+    "ld-linux-x86-64.so.2",
+    "libstdc++.so.6",
+    "libgcc_s.so.1",
+];
+
+/// Sonames only the NVIDIA driver installs.
+const DRIVER: &[&str] = &["libcuda.so.1", "libcuda.so", "libnvidia-ml.so.1"];
+
+/// One mapped object.
+#[derive(Clone, Debug)]
+pub struct Mapped {
+    /// Its machine path as opened.
+    pub path: PathBuf,
+    /// Its facts.
+    pub info: Arc<ElfInfo>,
+    requester: Requester,
+}
+
+/// The interpreter a module is loaded into, shared by all its modules.
+pub struct Interp<'a> {
+    /// The machine.
+    pub root: &'a Root,
+    /// The loader, with the framework-loaded objects.
+    pub loader: &'a Loader,
+    /// The interpreter executable when it is ELF.
+    pub exe: Option<Object>,
+    /// The global scope: the executable and what it loaded.
+    pub global: Vec<Mapped>,
+    /// Every object of the global scope was found (so `Py*` symbols can be checked).
+    pub python_complete: bool,
+    /// The root has a glibc the loader knows.
+    pub glibc: bool,
+    /// Exports of every object read so far (all interpreters).
+    pub exports: &'a exports::Cache,
+    /// Objects the framework's process loaded (machine paths), also given to `loader`.
+    pub framework: Vec<PathBuf>,
+    /// ELF facts read so far in this interpreter, by machine path.
+    pub infos: std::sync::Mutex<HashMap<PathBuf, Option<Arc<ElfInfo>>>>,
+}
+
+/// What loading one module comes to.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// DT_NEEDED names found nowhere.
+    pub missing_libraries: Vec<String>,
+    /// `VERSION (soname at path)` needs the found library does not define.
+    pub missing_versions: Vec<String>,
+    /// Undefined symbols nothing binds (the first [`NAMED`]).
+    pub undefined: Vec<String>,
+    /// How many undefined symbols nothing binds.
+    pub undefined_count: usize,
+    /// Objects of the module's tree that a framework had loaded (their paths).
+    pub from_framework: Vec<String>,
+    /// Every soname in the module's tree (for CUDA majors).
+    pub sonames: Vec<String>,
+}
+
+impl<'a> Interp<'a> {
+    /// The interpreter at `exe_path` (its global scope resolved now).
+    pub fn new(
+        root: &'a Root,
+        loader: &'a Loader,
+        exe_path: &Path,
+        framework: Vec<PathBuf>,
+        exports: &'a exports::Cache,
+    ) -> Self {
+        let mut it = Interp {
+            root,
+            loader,
+            exe: None,
+            global: Vec::new(),
+            python_complete: false,
+            glibc: loader.glibc().is_some(),
+            exports,
+            framework,
+            infos: Default::default(),
+        };
+        let Ok(info) = elf::read(root, exe_path) else {
+            return it;
+        };
+        let exe = Object::from_elf(exe_path, &info).main_executable();
+        let start = Mapped {
+            path: exe_path.to_path_buf(),
+            info: Arc::new(info),
+            requester: Requester::new(exe.clone()),
+        };
+        let (global, missing, unread) = it.map_tree(start, &[]);
+        it.python_complete = missing.is_empty() && !unread && it.glibc;
+        it.global = global;
+        it.exe = Some(exe);
+        it
+    }
+
+    fn info(&self, path: &Path) -> Option<Arc<ElfInfo>> {
+        if let Some(hit) = self.infos.lock().ok()?.get(path) {
+            return hit.clone();
+        }
+        let i = elf::read(self.root, path).ok().map(Arc::new);
+        if let Ok(mut m) = self.infos.lock() {
+            m.insert(path.to_path_buf(), i.clone());
+        }
+        i
+    }
+
+    /// Map `start` and its dependencies breadth first, reusing what `already` holds; the
+    /// objects mapped (start first) and the names found nowhere.
+    fn map_tree(&self, start: Mapped, already: &[Mapped]) -> (Vec<Mapped>, Vec<String>, bool) {
+        let mut by_name: HashMap<String, ()> = HashMap::new();
+        for m in already {
+            by_name.insert(file_name(&m.path), ());
+            if let Some(s) = &m.info.soname {
+                by_name.insert(s.clone(), ());
+            }
+        }
+        let mut tree = vec![start];
+        let mut missing = Vec::new();
+        let mut unread = false;
+        let mut i = 0;
+        while i < tree.len() && tree.len() < MAX_OBJECTS {
+            let needed = tree[i].info.needed.clone();
+            for name in needed {
+                if by_name.contains_key(&name) {
+                    continue;
+                }
+                by_name.insert(name.clone(), ());
+                let res = self.loader.resolve(&name, &tree[i].requester);
+                let Some(path) = res.path.filter(|_| res.error.is_none()) else {
+                    if self.glibc || !RUNTIME.contains(&name.as_str()) {
+                        missing.push(name);
+                    }
+                    continue;
+                };
+                // A file the loader opens but envdoctor cannot read (a string table past its
+                // bound): what it needs and defines is unknown, so no verdict on symbols.
+                let Some(info) = self.info(&path) else {
+                    unread = true;
+                    continue;
+                };
+                if let Some(s) = &info.soname {
+                    by_name.insert(s.clone(), ());
+                }
+                let requester = tree[i].requester.child(Object::from_elf(&path, &info));
+                tree.push(Mapped {
+                    path,
+                    info,
+                    requester,
+                });
+            }
+            i += 1;
+        }
+        (tree, missing, unread)
+    }
+
+    /// Load the module at `path` (its facts and symbols already read).
+    pub fn load(&self, path: &Path, info: ElfInfo, syms: &DynSymbols) -> Outcome {
+        let object = Object::from_elf(path, &info);
+        let requester = match &self.exe {
+            Some(exe) => Requester::new(object).loaded_by(exe.clone()),
+            None => Requester::new(object),
+        };
+        let start = Mapped {
+            path: path.to_path_buf(),
+            info: Arc::new(info),
+            requester,
+        };
+        let (tree, missing, unread) = self.map_tree(start, &self.global);
+        let mut out = Outcome {
+            missing_libraries: missing,
+            ..Default::default()
+        };
+        for m in &tree {
+            out.sonames.extend(m.info.soname.clone());
+            out.sonames.extend(m.info.needed.iter().cloned());
+            if self.framework.iter().any(|p| p == &m.path) {
+                out.from_framework
+                    .push(m.path.to_string_lossy().into_owned());
+            }
+        }
+        out.sonames.sort();
+        out.sonames.dedup();
+        if !out.missing_libraries.is_empty() || unread {
+            // ld.so stops at the first library it cannot find; an object envdoctor could not
+            // read leaves the symbols unknown.
+            return out;
+        }
+        out.missing_versions = self.missing_versions(&tree);
+        let (named, count) = self.unbound(&tree, syms);
+        out.undefined = named;
+        out.undefined_count = count;
+        out
+    }
+
+    /// Symbol versions each object of the tree needs that the object it found lacks.
+    fn missing_versions(&self, tree: &[Mapped]) -> Vec<String> {
+        let all: Vec<&Mapped> = self.global.iter().chain(tree.iter()).collect();
+        let provider = |file: &str| {
+            all.iter()
+                .find(|m| m.info.soname.as_deref() == Some(file) || file_name(&m.path) == file)
+        };
+        let mut out = Vec::new();
+        for m in tree {
+            for need in &m.info.version_needs {
+                let Some(p) = provider(&need.file) else {
+                    continue;
+                };
+                // An object without version definitions only draws a warning from ld.so.
+                if p.info.version_defs.is_empty() {
+                    continue;
+                }
+                for v in &need.versions {
+                    if !p.info.version_defs.contains(v) {
+                        out.push(format!(
+                            "{v} ({} at {}, needed by {})",
+                            need.file,
+                            p.path.display(),
+                            file_name(&m.path)
+                        ));
+                    }
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The module's undefined symbols that no object in scope binds: the first [`NAMED`]
+    /// names and the count.
+    fn unbound(&self, tree: &[Mapped], syms: &DynSymbols) -> (Vec<String>, usize) {
+        let module = &tree[0];
+        let version_file = |v: &str| {
+            module
+                .info
+                .version_needs
+                .iter()
+                .find(|n| n.versions.iter().any(|x| x == v))
+                .map(|n| n.file.clone())
+        };
+        let loaded = |file: &str| {
+            self.global
+                .iter()
+                .chain(tree.iter())
+                .any(|m| m.info.soname.as_deref() == Some(file) || file_name(&m.path) == file)
+        };
+        let mut left: Vec<(&str, Option<&str>)> = syms
+            .undefined
+            .iter()
+            .filter(|s| match &s.version {
+                Some(v) => version_file(v).is_none_or(|f| loaded(&f)),
+                None => self.python_complete || is_cplusplus(&s.name),
+            })
+            .map(|s| (s.name.as_str(), s.version.as_deref()))
+            .collect();
+        let scope = self.global.iter().chain(tree.iter().skip(1));
+        for m in scope {
+            if left.is_empty() {
+                break;
+            }
+            let Some(e) = self.exports.get(self.root, &m.path) else {
+                continue;
+            };
+            left.retain(|(n, v)| !e.binds(n, *v));
+        }
+        let count = left.len();
+        let mut names: Vec<String> = left
+            .iter()
+            .map(|(n, v)| match v {
+                Some(v) => format!("{n}@{v}"),
+                None => n.to_string(),
+            })
+            .collect();
+        names.sort();
+        names.truncate(NAMED);
+        (names, count)
+    }
+}
+
+/// A C++ (Itanium-mangled) name: defined by the C++ libraries a module links (torch's, its
+/// own), never by the interpreter or the C runtime, whose C names (`PyLong_FromLong`, `fmod`)
+/// the global scope provides.
+fn is_cplusplus(name: &str) -> bool {
+    name.starts_with("_Z")
+}
+
+/// Only the driver's libraries are missing.
+pub fn only_driver(missing: &[String]) -> bool {
+    !missing.is_empty() && missing.iter().all(|m| DRIVER.contains(&m.as_str()))
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
