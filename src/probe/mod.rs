@@ -14,6 +14,7 @@ pub mod env;
 pub mod gpu;
 pub mod host;
 pub mod libs;
+pub mod lock;
 pub mod pool;
 pub mod python;
 
