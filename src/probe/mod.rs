@@ -145,6 +145,11 @@ pub fn registry() -> Vec<Probe> {
             run: checkpoint::probe,
         },
         Probe {
+            name: "lock",
+            stage: 2,
+            run: lock::probe,
+        },
+        Probe {
             name: "libs",
             stage: 2,
             run: libs::probe,
