@@ -36,6 +36,7 @@ mod gpu_nvml;
 mod gpu_real;
 mod host_facts;
 mod libs_probe;
+mod lock_drift;
 mod loader_ldcache;
 mod loader_resolve;
 mod loader_symver;

@@ -98,3 +98,35 @@ fn source(p: &Package) -> Src {
     }
     Src::Index(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = include_str!("../../../fixtures/locks/pdm/pdm.lock");
+
+    #[test]
+    fn the_real_lock_groups_and_markers() {
+        let t = Target::linux(Some("3.11.7"), "x86_64");
+        let l = read(FIXTURE, &t, false).unwrap();
+        let got: Vec<String> = l
+            .entries
+            .iter()
+            .map(|e| format!("{} {}", e.name, e.version.as_deref().unwrap_or("-")))
+            .collect();
+        assert_eq!(got, ["iniconfig 2.1.0", "packaging 26.3", "six 1.17.0", "urllib3 2.6.3"]);
+        let six = &l.entries[2];
+        assert_eq!(FIXTURE.lines().nth(six.line - 1), Some("version = \"1.17.0\""));
+        let prod = read(FIXTURE, &t, true).unwrap();
+        assert!(!prod.entries.iter().any(|e| e.name == "iniconfig"));
+        let old = read(FIXTURE, &Target::linux(Some("3.10.2"), "x86_64"), true).unwrap();
+        assert!(old.entries.iter().any(|e| e.name == "tomli"));
+    }
+
+    #[test]
+    fn another_lock_version_is_refused() {
+        let t = Target::linux(Some("3.11"), "x86_64");
+        let e = read("[metadata]\nlock_version = \"5.0\"\n", &t, false).unwrap_err();
+        assert!(e.contains("lock_version 5.0"), "{e}");
+    }
+}
