@@ -27,9 +27,14 @@ fn tool(req: &str, exe: &str) -> Option<PathBuf> {
 /// `check --project DIR --no-load --format json` with a bare environment.
 fn check(project: &Path, home: &Path) -> (i32, Value) {
     let mut c = cli::bare();
-    c.env("HOME", home)
-        .current_dir(project)
-        .args(["check", "--project", ".", "--no-load", "--format", "json"]);
+    c.env("HOME", home).current_dir(project).args([
+        "check",
+        "--project",
+        ".",
+        "--no-load",
+        "--format",
+        "json",
+    ]);
     let (code, out, err) = cli::output(&mut c);
     assert!(code == 0 || code == 1, "exit {code}: {err}");
     (code, serde_json::from_str(&out).expect("check JSON"))
@@ -63,7 +68,9 @@ fn pinned_line(lock: &Path, name: &str, version: &str) -> usize {
     let lines: Vec<&str> = text.lines().collect();
     let at = lines
         .windows(2)
-        .position(|w| w[0] == format!("name = \"{name}\"") && w[1] == format!("version = \"{version}\""))
+        .position(|w| {
+            w[0] == format!("name = \"{name}\"") && w[1] == format!("version = \"{version}\"")
+        })
         .expect("pinned");
     at + 2
 }
@@ -111,7 +118,10 @@ fn uv_project_synced_then_drifted() {
     assert_eq!(code, 0, "{}", clean["findings"]);
     let python = &clean["inventory"][0];
     let text = python["text"].as_str().unwrap();
-    assert!(text.contains("/proj/.venv/bin/python") && text.contains("uv run"), "{python}");
+    assert!(
+        text.contains("/proj/.venv/bin/python") && text.contains("uv run"),
+        "{python}"
+    );
     let snap = &clean["snapshot"];
     let l = &snap["locks"][0];
     assert_eq!(l["format"], "uv");
@@ -156,12 +166,19 @@ fn uv_project_synced_then_drifted() {
     // uninstall, and a package the lock lacks.
     run(uv(&uvx, &dir).arg("sync")).unwrap();
     let wheels = t.path().join("wheels");
-    let pip_py = pypi::cached_venv(&["uv==0.13.9"]).unwrap().join("bin/python");
+    let pip_py = pypi::cached_venv(&["uv==0.13.9"])
+        .unwrap()
+        .join("bin/python");
     run(pypi::pip(&pip_py)
         .args(["download", "--no-deps", "six==1.17.0", "-d"])
         .arg(&wheels))
     .unwrap();
-    let wheel = fs::read_dir(&wheels).unwrap().next().unwrap().unwrap().path();
+    let wheel = fs::read_dir(&wheels)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     run(uv(&uvx, &dir)
         .args(["pip", "install", "--reinstall"])
         .arg(&wheel))
@@ -181,7 +198,10 @@ fn uv_project_synced_then_drifted() {
         lock_findings(&v)
     );
     let msgs = lock_findings(&v);
-    assert!(msgs[1].1.contains(&format!("path {}", wheel.display())), "{msgs:?}");
+    assert!(
+        msgs[1].1.contains(&format!("path {}", wheel.display())),
+        "{msgs:?}"
+    );
     assert!(msgs[2].1.contains("idna"), "{msgs:?}");
 
     // A dependency added to pyproject.toml and not locked: the lock is stale.
@@ -199,7 +219,11 @@ fn uv_project_synced_then_drifted() {
     assert_eq!(stale.len(), 1, "{:?}", lock_findings(&v));
     assert!(stale[0].1.contains("`idna`"), "{stale:?}");
     // uv agrees that the lock is stale.
-    assert!(uv(&uvx, &dir).args(["lock", "--check"]).output().map(|o| !o.status.success()).unwrap());
+    assert!(uv(&uvx, &dir)
+        .args(["lock", "--check"])
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap());
 }
 
 /// Poetry: `poetry lock && poetry install` into the in-project `.venv`, then `pip install
@@ -255,7 +279,10 @@ fn poetry_project_synced_then_drifted() {
             )
         )]
     );
-    assert_eq!(v["snapshot"]["locks"][0]["sync_command"], "poetry install --sync");
+    assert_eq!(
+        v["snapshot"]["locks"][0]["sync_command"],
+        "poetry install --sync"
+    );
 }
 
 /// pip-tools: `pip-compile --generate-hashes` then `pip-sync` into the project's `.venv`; a
@@ -274,13 +301,19 @@ fn pip_tools_project_synced_then_drifted() {
         "six==1.17.0\nurllib3>=2,<3\npackaging\ntomli>=2; python_version < \"3.11\"\n",
     )
     .unwrap();
-    let Some(_) = run(Command::new(&compile)
-        .current_dir(&dir)
-        .args(["-q", "--generate-hashes", "-o", "requirements.txt", "requirements.in"]))
-    else {
+    let Some(_) = run(Command::new(&compile).current_dir(&dir).args([
+        "-q",
+        "--generate-hashes",
+        "-o",
+        "requirements.txt",
+        "requirements.in",
+    ])) else {
         return;
     };
-    run(Command::new("python3").args(["-m", "venv"]).arg(dir.join(".venv"))).unwrap();
+    run(Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(dir.join(".venv")))
+    .unwrap();
     let venv_py = dir.join(".venv/bin/python");
     run(Command::new(&sync)
         .current_dir(&dir)
@@ -294,7 +327,11 @@ fn pip_tools_project_synced_then_drifted() {
     let (_, v) = check(&dir, t.path());
     let req = dir.join("requirements.txt");
     let text = fs::read_to_string(&req).unwrap();
-    let line = text.lines().position(|l| l.starts_with("six==1.17.0")).unwrap() + 1;
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("six==1.17.0"))
+        .unwrap()
+        + 1;
     assert_eq!(
         lock_findings(&v),
         vec![(

@@ -79,8 +79,12 @@ fn job_rank(py: &Python) -> Option<(u8, String)> {
                     ),
                 ),
                 SourceKind::ProjectVenv => (3, "the project's venv, what `uv run` uses".into()),
-                SourceKind::Poetry => (3, "the project's Poetry env, what `poetry run` uses".into()),
-                SourceKind::Pipenv => (3, "the project's Pipenv env, what `pipenv run` uses".into()),
+                SourceKind::Poetry => {
+                    (3, "the project's Poetry env, what `poetry run` uses".into())
+                }
+                SourceKind::Pipenv => {
+                    (3, "the project's Pipenv env, what `pipenv run` uses".into())
+                }
                 SourceKind::Pixi => (3, "the project's Pixi env, what `pixi run` uses".into()),
                 SourceKind::Vscode | SourceKind::Pycharm => (4, "the IDE's interpreter".into()),
                 _ => return None,

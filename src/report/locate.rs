@@ -45,7 +45,12 @@ pub fn subject_file(snap: &Snapshot, subject: &str) -> Option<String> {
                 .iter()
                 .find(|d| d.name == name && d.python == python)?;
             let pinned = d.pinned_at.as_deref().unwrap_or(&d.lock);
-            Some(pinned.rsplit_once(':').map_or(pinned, |(f, _)| f).to_string())
+            Some(
+                pinned
+                    .rsplit_once(':')
+                    .map_or(pinned, |(f, _)| f)
+                    .to_string(),
+            )
         }
         "frameworks" => {
             let (name, python) = key.split_once(" @ ")?;

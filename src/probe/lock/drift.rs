@@ -29,13 +29,7 @@ pub struct Compared {
 }
 
 /// The lock file `lock`'s entries against `py` (the job's interpreter).
-pub fn compare(
-    root: &Root,
-    lock: &str,
-    sync: &str,
-    entries: &[Entry],
-    py: &Python,
-) -> Compared {
+pub fn compare(root: &Root, lock: &str, sync: &str, entries: &[Entry], py: &Python) -> Compared {
     let mut out = Compared::default();
     let mut locked: HashSet<&str> = HashSet::new();
     for e in entries.iter().filter(|e| !e.conda) {
@@ -150,7 +144,13 @@ fn same_source(locked: &Src, installed: &Src) -> bool {
         (Src::Path(_), Src::Path(_)) => true,
         (Src::Url(a), Src::Url(b)) => trim(a) == trim(b),
         (Src::Git(a), Src::Git(b)) => {
-            let base = |u: &str| trim(u.trim_start_matches("git+")).split('@').next().unwrap_or("").to_string();
+            let base = |u: &str| {
+                trim(u.trim_start_matches("git+"))
+                    .split('@')
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            };
             base(a) == base(b)
         }
         _ => false,
@@ -169,7 +169,11 @@ pub fn installed_source(root: &Root, p: &Package) -> Src {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         return Src::Index(None);
     };
-    let url = v.get("url").and_then(|u| u.as_str()).unwrap_or("").to_string();
+    let url = v
+        .get("url")
+        .and_then(|u| u.as_str())
+        .unwrap_or("")
+        .to_string();
     if v.get("vcs_info").is_some() {
         return Src::Git(url);
     }
@@ -267,7 +271,9 @@ mod tests {
         // The same environment, synced: quiet.
         let synced = vec![entry("torch", "2.6.0+cpu"), entry("urllib3", "1.26.20")];
         let mut clean = py.clone();
-        clean.packages.retain(|p| ["torch", "urllib3", "pip"].contains(&p.name.as_str()));
+        clean
+            .packages
+            .retain(|p| ["torch", "urllib3", "pip"].contains(&p.name.as_str()));
         let c = compare(&root, "/p/uv.lock", "uv sync", &synced, &clean);
         assert!(c.drift.is_empty() && c.unlocked.is_empty(), "{c:?}");
     }

@@ -8,15 +8,15 @@
 //! compares a lock with `pyproject.toml`. Stage 2: it reads the interpreters the python probe
 //! found. Nothing named in a project file is executed.
 
+pub mod drift;
 pub mod model;
-pub mod uv;
 pub mod pdm;
 pub mod pipfile;
 pub mod poetry;
 pub mod pylock;
 pub mod requirements;
 pub mod stale;
-pub mod drift;
+pub mod uv;
 
 use super::{Apply, Context};
 use crate::root::Root;
@@ -148,7 +148,8 @@ pub fn survey(
                     lock.python = Some(py.path.clone());
                     lock.packages = locked.entries.len();
                     lock.unlocked_count = c.unlocked.len();
-                    lock.unlocked_first = c.unlocked.into_iter().take(drift::UNLOCKED_NAMED).collect();
+                    lock.unlocked_first =
+                        c.unlocked.into_iter().take(drift::UNLOCKED_NAMED).collect();
                     lock.stale = staleness(&locked, pyproject.as_deref(), &target);
                     drift.extend(c.drift);
                 }
@@ -192,7 +193,9 @@ fn read(
             let groups = match get(&["tool", "uv", "default-groups"]) {
                 Some(toml::Value::String(s)) if s == "all" => uv::Groups::All,
                 Some(toml::Value::Array(a)) => uv::Groups::Named(
-                    a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect(),
                 ),
                 _ => uv::Groups::default(),
             };
@@ -221,7 +224,10 @@ fn read(
                 let b = root
                     .read_limited(&p, MAX_LOCK_BYTES)
                     .map_err(|e| e.to_string())?;
-                Ok((p.display().to_string(), String::from_utf8_lossy(&b).into_owned()))
+                Ok((
+                    p.display().to_string(),
+                    String::from_utf8_lossy(&b).into_owned(),
+                ))
             };
             Ok(requirements::read(text, &shown, target, &mut include))
         }
@@ -233,14 +239,19 @@ fn read(
 
 /// The command that makes the environment match `path`.
 fn sync_command(format: LockFormat, path: &Path, text: &str) -> String {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match format {
         LockFormat::Uv => "uv sync".into(),
         LockFormat::Poetry => "poetry install --sync".into(),
         LockFormat::Pdm => "pdm sync --clean".into(),
         LockFormat::Pipfile => "pipenv sync".into(),
         LockFormat::Pylock => format!("uv pip sync {name}"),
-        LockFormat::Requirements if requirements::by_pip_compile(text) => format!("pip-sync {name}"),
+        LockFormat::Requirements if requirements::by_pip_compile(text) => {
+            format!("pip-sync {name}")
+        }
         LockFormat::Requirements => format!("python -m pip install -r {name}"),
         LockFormat::CondaEnvironment => format!("conda env update --file {name} --prune"),
         LockFormat::CondaLock => format!("conda-lock install {name}"),

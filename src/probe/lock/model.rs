@@ -128,8 +128,8 @@ pub struct Target {
 impl Target {
     /// A target for CPython `version` on Linux `machine` (`x86_64`, `aarch64`).
     pub fn linux(version: Option<&str>, machine: &str) -> Target {
-        let markers = version
-            .and_then(|v| crate::probe::python::requires::marker_environment(v, machine));
+        let markers =
+            version.and_then(|v| crate::probe::python::requires::marker_environment(v, machine));
         let conda_platform = match machine {
             "aarch64" | "arm64" => "linux-aarch64",
             "ppc64le" => "linux-ppc64le",
@@ -156,7 +156,8 @@ impl Target {
         }
         // Through the guarded PEP 508 parser: pep508_rs can panic or overflow its stack on
         // hostile input.
-        let tree: MarkerTree = match crate::probe::python::requires::parse(&format!("x ; {marker}")) {
+        let tree: MarkerTree = match crate::probe::python::requires::parse(&format!("x ; {marker}"))
+        {
             Ok(Some(r)) => r.marker,
             Ok(None) => return Err(format!("marker `{marker}` is not PEP 508")),
             Err(e) => return Err(format!("marker `{marker}`: {e}")),
@@ -180,7 +181,11 @@ pub fn normalize(name: &str) -> String {
 /// The 1-based line of byte `offset` in `text`.
 pub fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// A TOML parse error naming the format and the line.

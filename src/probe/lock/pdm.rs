@@ -114,9 +114,20 @@ mod tests {
             .iter()
             .map(|e| format!("{} {}", e.name, e.version.as_deref().unwrap_or("-")))
             .collect();
-        assert_eq!(got, ["iniconfig 2.1.0", "packaging 26.3", "six 1.17.0", "urllib3 2.6.3"]);
+        assert_eq!(
+            got,
+            [
+                "iniconfig 2.1.0",
+                "packaging 26.3",
+                "six 1.17.0",
+                "urllib3 2.6.3"
+            ]
+        );
         let six = &l.entries[2];
-        assert_eq!(FIXTURE.lines().nth(six.line - 1), Some("version = \"1.17.0\""));
+        assert_eq!(
+            FIXTURE.lines().nth(six.line - 1),
+            Some("version = \"1.17.0\"")
+        );
         let prod = read(FIXTURE, &t, true).unwrap();
         assert!(!prod.entries.iter().any(|e| e.name == "iniconfig"));
         let old = read(FIXTURE, &Target::linux(Some("3.10.2"), "x86_64"), true).unwrap();

@@ -152,8 +152,14 @@ mod tests {
             .collect();
         assert_eq!(got, ["packaging 26.4", "six 1.17.0", "urllib3 2.8.0"]);
         let six = &l.entries[1];
-        assert_eq!(FIXTURE.lines().nth(six.line - 1).map(str::trim), Some("\"six\": {"));
-        assert_eq!(six.source, Src::Index(Some("https://pypi.org/simple".into())));
+        assert_eq!(
+            FIXTURE.lines().nth(six.line - 1).map(str::trim),
+            Some("\"six\": {")
+        );
+        assert_eq!(
+            six.source,
+            Src::Index(Some("https://pypi.org/simple".into()))
+        );
         let dev = read(FIXTURE, &t, true).unwrap();
         assert!(dev.entries.iter().any(|e| e.name == "iniconfig"));
         let old = read(FIXTURE, &Target::linux(Some("3.10.1"), "x86_64"), false).unwrap();
@@ -166,6 +172,11 @@ mod tests {
         assert!(read("{}", &t, false).unwrap_err().contains("Pipfile.lock"));
         let e = read("{\"_meta\": {\"pipfile-spec\": 7}}", &t, false).unwrap_err();
         assert!(e.contains("pipfile-spec 7"), "{e}");
-        assert!(read("{\"_meta\": {\"pipfile-spec\": 6}, \"default\": []}", &t, false).is_err());
+        assert!(read(
+            "{\"_meta\": {\"pipfile-spec\": 6}, \"default\": []}",
+            &t,
+            false
+        )
+        .is_err());
     }
 }

@@ -78,7 +78,12 @@ pub fn read(text: &str, target: &Target, optional_groups: &[String]) -> Result<L
             Some(toml::Value::String(s)) => vec![s.clone()],
             Some(toml::Value::Table(t)) => on
                 .iter()
-                .map(|g| t.get(g.as_str()).and_then(|v| v.as_str()).unwrap_or("").to_string())
+                .map(|g| {
+                    t.get(g.as_str())
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("")
+                        .to_string()
+                })
                 .collect(),
             Some(_) => vec![String::new()],
         };
@@ -86,10 +91,9 @@ pub fn read(text: &str, target: &Target, optional_groups: &[String]) -> Result<L
         for m in &markers {
             match target.holds(m) {
                 Ok(h) => holds |= h,
-                Err(e) => out.warnings.push(format!(
-                    "line {}: {e}",
-                    line_of(text, p.name.span().start)
-                )),
+                Err(e) => out
+                    .warnings
+                    .push(format!("line {}: {e}", line_of(text, p.name.span().start))),
             }
         }
         if !holds {
@@ -137,8 +141,14 @@ mod tests {
         let got: Vec<&str> = l.entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(got, ["iniconfig", "packaging", "six", "urllib3"]);
         let six = &l.entries[2];
-        assert_eq!(FIXTURE.lines().nth(six.line - 1), Some("version = \"1.17.0\""));
-        assert_eq!(six.source, Src::Index(Some("https://pypi.org/simple".into())));
+        assert_eq!(
+            FIXTURE.lines().nth(six.line - 1),
+            Some("version = \"1.17.0\"")
+        );
+        assert_eq!(
+            six.source,
+            Src::Index(Some("https://pypi.org/simple".into()))
+        );
         let no_dev = read(FIXTURE, &t, &["dev".into()]).unwrap();
         assert!(!no_dev.entries.iter().any(|e| e.name == "iniconfig"));
         let old = read(FIXTURE, &Target::linux(Some("3.10.2"), "x86_64"), &[]).unwrap();

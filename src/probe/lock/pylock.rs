@@ -46,10 +46,9 @@ pub fn read(text: &str, target: &Target) -> Result<Locked, String> {
         let marker = p.marker.as_deref().unwrap_or("");
         let holds = if marker.contains("dependency_groups") || marker.contains("extras") {
             // PEP 751 marker variables pep508 does not know: select the default groups only.
-            Ok(file
-                .default_groups
-                .iter()
-                .any(|g| marker.contains(&format!("'{g}'")) || marker.contains(&format!("\"{g}\""))))
+            Ok(file.default_groups.iter().any(|g| {
+                marker.contains(&format!("'{g}'")) || marker.contains(&format!("\"{g}\""))
+            }))
         } else {
             target.holds(marker)
         };
@@ -57,10 +56,8 @@ pub fn read(text: &str, target: &Target) -> Result<Locked, String> {
             Ok(true) => {}
             Ok(false) => continue,
             Err(e) => {
-                out.warnings.push(format!(
-                    "line {}: {e}",
-                    line_of(text, p.name.span().start)
-                ));
+                out.warnings
+                    .push(format!("line {}: {e}", line_of(text, p.name.span().start)));
                 continue;
             }
         }
@@ -118,12 +115,24 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            ["demo -", "iniconfig 2.3.1", "packaging 26.4", "six 1.17.0", "urllib3 2.8.0"]
+            [
+                "demo -",
+                "iniconfig 2.3.1",
+                "packaging 26.4",
+                "six 1.17.0",
+                "urllib3 2.8.0"
+            ]
         );
         assert_eq!(l.entries[0].source, Src::Editable(".".into()));
         let six = &l.entries[3];
-        assert_eq!(FIXTURE.lines().nth(six.line - 1), Some("version = \"1.17.0\""));
-        assert_eq!(six.source, Src::Index(Some("https://pypi.org/simple".into())));
+        assert_eq!(
+            FIXTURE.lines().nth(six.line - 1),
+            Some("version = \"1.17.0\"")
+        );
+        assert_eq!(
+            six.source,
+            Src::Index(Some("https://pypi.org/simple".into()))
+        );
         let old = read(FIXTURE, &Target::linux(Some("3.10.4"), "x86_64")).unwrap();
         assert!(old.entries.iter().any(|e| e.name == "tomli"));
     }
@@ -133,7 +142,11 @@ mod tests {
         let t = Target::linux(Some("3.11"), "x86_64");
         let e = read("lock-version = \"2.0\"\n", &t).unwrap_err();
         assert!(e.contains("lock-version 2.0"), "{e}");
-        let e = read("lock-version = \"1.0\"\n[[packages]]\nversion = \"1\"\n", &t).unwrap_err();
+        let e = read(
+            "lock-version = \"1.0\"\n[[packages]]\nversion = \"1\"\n",
+            &t,
+        )
+        .unwrap_err();
         assert!(e.contains("pylock.toml") && e.contains("name"), "{e}");
     }
 }

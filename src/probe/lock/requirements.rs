@@ -244,7 +244,12 @@ mod tests {
     fn the_real_pip_compile_output_with_hashes() {
         let text = include_str!("../../../fixtures/locks/pip-tools/requirements.txt");
         assert!(by_pip_compile(text));
-        let l = read(text, "r.txt", &Target::linux(Some("3.11.7"), "x86_64"), &mut no_include);
+        let l = read(
+            text,
+            "r.txt",
+            &Target::linux(Some("3.11.7"), "x86_64"),
+            &mut no_include,
+        );
         assert!(l.warnings.is_empty(), "{:?}", l.warnings);
         let got: Vec<String> = l
             .entries
@@ -253,7 +258,11 @@ mod tests {
             .collect();
         assert_eq!(got, ["packaging 26.4", "six 1.17.0", "urllib3 2.8.0"]);
         let six = &l.entries[1];
-        assert!(text.lines().nth(six.line - 1).unwrap().starts_with("six==1.17.0"));
+        assert!(text
+            .lines()
+            .nth(six.line - 1)
+            .unwrap()
+            .starts_with("six==1.17.0"));
     }
 
     #[test]
@@ -273,11 +282,24 @@ mod tests {
                 _ => Err(format!("{name}: no such file")),
             }
         };
-        let l = read(main, "/p/main.txt", &Target::linux(Some("3.12.1"), "x86_64"), &mut inc);
+        let l = read(
+            main,
+            "/p/main.txt",
+            &Target::linux(Some("3.12.1"), "x86_64"),
+            &mut inc,
+        );
         let got: Vec<(String, Option<String>, Option<String>, usize, bool)> = l
             .entries
             .iter()
-            .map(|e| (e.name.clone(), e.version.clone(), e.spec.clone(), e.line, e.constraint))
+            .map(|e| {
+                (
+                    e.name.clone(),
+                    e.version.clone(),
+                    e.spec.clone(),
+                    e.line,
+                    e.constraint,
+                )
+            })
             .collect();
         assert_eq!(
             got,

@@ -128,7 +128,10 @@ mod tests {
         let t = Target::linux(Some("3.11.7"), "x86_64");
         let l = uv::read(lock, &t, &uv::Groups::default()).unwrap();
         let rec = l.recorded.clone().unwrap();
-        assert_eq!(against_recorded(&declared(py).unwrap(), &rec), Vec::<String>::new());
+        assert_eq!(
+            against_recorded(&declared(py).unwrap(), &rec),
+            Vec::<String>::new()
+        );
         let bumped = py.replace("\"six==1.17.0\"", "\"six==1.16.0\"");
         let why = against_recorded(&declared(&bumped).unwrap(), &rec);
         assert_eq!(why.len(), 2, "{why:?}");

@@ -195,8 +195,7 @@ fn find(pkgs: &[Package], d: &Dep) -> Option<usize> {
     let want = normalize(&d.name);
     pkgs.iter().position(|p| {
         normalize(p.name.get_ref()) == want
-            && d
-                .version
+            && d.version
                 .as_ref()
                 .is_none_or(|v| p.version.as_ref().is_some_and(|pv| pv.get_ref() == v))
     })
@@ -204,7 +203,9 @@ fn find(pkgs: &[Package], d: &Dep) -> Option<usize> {
 
 enum Kind {
     /// The project itself (`editable = "."` or `virtual = "."`).
-    Root { virtual_: bool },
+    Root {
+        virtual_: bool,
+    },
     /// Another virtual workspace member (not installed).
     Virtual,
     Other(Src),
@@ -259,29 +260,58 @@ mod tests {
 
     #[test]
     fn the_real_lock_narrows_to_the_interpreter() {
-        let l = read(FIXTURE, &Target::linux(Some("3.11.7"), "x86_64"), &Groups::default())
-            .unwrap();
+        let l = read(
+            FIXTURE,
+            &Target::linux(Some("3.11.7"), "x86_64"),
+            &Groups::default(),
+        )
+        .unwrap();
         assert!(l.warnings.is_empty(), "{:?}", l.warnings);
         assert_eq!(
             names(&l),
-            ["demo 0.1.0", "iniconfig 2.3.1", "packaging 26.4", "six 1.17.0", "urllib3 2.8.0"]
+            [
+                "demo 0.1.0",
+                "iniconfig 2.3.1",
+                "packaging 26.4",
+                "six 1.17.0",
+                "urllib3 2.8.0"
+            ]
         );
         let six = l.entries.iter().find(|e| e.name == "six").unwrap();
         assert_eq!(
             FIXTURE.lines().nth(six.line - 1),
             Some("version = \"1.17.0\"")
         );
-        assert_eq!(six.source, Src::Index(Some("https://pypi.org/simple".into())));
+        assert_eq!(
+            six.source,
+            Src::Index(Some("https://pypi.org/simple".into()))
+        );
         assert_eq!(l.entries[0].source, Src::Editable(".".into()));
-        let old = read(FIXTURE, &Target::linux(Some("3.9.18"), "x86_64"), &Groups::Named(vec![]))
-            .unwrap();
+        let old = read(
+            FIXTURE,
+            &Target::linux(Some("3.9.18"), "x86_64"),
+            &Groups::Named(vec![]),
+        )
+        .unwrap();
         assert_eq!(
             names(&old),
-            ["demo 0.1.0", "packaging 26.3", "six 1.17.0", "tomli 2.5.0", "urllib3 2.6.3"]
+            [
+                "demo 0.1.0",
+                "packaging 26.3",
+                "six 1.17.0",
+                "tomli 2.5.0",
+                "urllib3 2.6.3"
+            ]
         );
         let rec = l.recorded.unwrap();
-        assert!(rec.contains(&Declared::new("", "urllib3", ">=2,<3")), "{rec:?}");
-        assert!(rec.contains(&Declared::new("group:dev", "iniconfig", "")), "{rec:?}");
+        assert!(
+            rec.contains(&Declared::new("", "urllib3", ">=2,<3")),
+            "{rec:?}"
+        );
+        assert!(
+            rec.contains(&Declared::new("group:dev", "iniconfig", "")),
+            "{rec:?}"
+        );
     }
 
     #[test]
