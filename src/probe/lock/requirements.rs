@@ -288,7 +288,8 @@ mod tests {
             &Target::linux(Some("3.12.1"), "x86_64"),
             &mut inc,
         );
-        let got: Vec<(String, Option<String>, Option<String>, usize, bool)> = l
+        type Row = (String, Option<String>, Option<String>, usize, bool);
+        let got: Vec<Row> = l
             .entries
             .iter()
             .map(|e| {
