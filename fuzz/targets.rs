@@ -20,6 +20,60 @@ fn text(b: &[u8]) -> String {
 // ---------------------------------------------------------------------------------------------
 // Targets.
 
+/// Lock readers: each for a known interpreter and for one whose version is unknown.
+fn lock_targets() -> [envdoctor::probe::lock::model::Target; 2] {
+    use envdoctor::probe::lock::model::Target;
+    [
+        Target::linux(Some("3.11.7"), "x86_64"),
+        Target::linux(None, "aarch64"),
+    ]
+}
+
+fn uv_lock(_: &mut Scratch, b: &[u8]) {
+    use envdoctor::probe::lock::uv;
+    for t in lock_targets() {
+        let _ = uv::read(&text(b), &t, &uv::Groups::default());
+        let _ = uv::read(&text(b), &t, &uv::Groups::All);
+    }
+}
+
+fn pylock_toml(_: &mut Scratch, b: &[u8]) {
+    for t in lock_targets() {
+        let _ = envdoctor::probe::lock::pylock::read(&text(b), &t);
+    }
+}
+
+fn poetry_lock(_: &mut Scratch, b: &[u8]) {
+    for t in lock_targets() {
+        let _ = envdoctor::probe::lock::poetry::read(&text(b), &t, &["dev".to_string()]);
+    }
+}
+
+fn pdm_lock(_: &mut Scratch, b: &[u8]) {
+    for t in lock_targets() {
+        let _ = envdoctor::probe::lock::pdm::read(&text(b), &t, false);
+    }
+}
+
+fn pipfile_lock(_: &mut Scratch, b: &[u8]) {
+    for t in lock_targets() {
+        let _ = envdoctor::probe::lock::pipfile::read(&text(b), &t, true);
+    }
+}
+
+fn requirements_txt(_: &mut Scratch, b: &[u8]) {
+    let t = text(b);
+    // Every include is the file itself under a new name: nesting stops at MAX_DEPTH.
+    let mut n = 0;
+    let mut include = |_: &str, _: &str| -> Result<(String, String), String> {
+        n += 1;
+        Ok((format!("/p/r{n}.txt"), t.clone()))
+    };
+    for target in lock_targets() {
+        let _ = envdoctor::probe::lock::requirements::read(&t, "/p/r.txt", &target, &mut include);
+    }
+}
+
 fn metadata(_: &mut Scratch, b: &[u8]) {
     let h = dist_info::parse_headers(b);
     let mut pkg = envdoctor::snapshot::python::Package::default();
@@ -460,6 +514,32 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             32 << 10,
         ),
         "requires-txt" => files(&python_dirs(), &|n| n == "requires.txt", 200, 16 << 10),
+        "uv-lock" => files(&[repo("fixtures/locks")], &|n| n == "uv.lock", 10, 1 << 20),
+        "pylock-toml" => files(
+            &[repo("fixtures/locks")],
+            &|n| n == "pylock.toml",
+            10,
+            1 << 20,
+        ),
+        "poetry-lock" => files(
+            &[repo("fixtures/locks")],
+            &|n| n == "poetry.lock",
+            10,
+            1 << 20,
+        ),
+        "pdm-lock" => files(&[repo("fixtures/locks")], &|n| n == "pdm.lock", 10, 1 << 20),
+        "pipfile-lock" => files(
+            &[repo("fixtures/locks")],
+            &|n| n == "Pipfile.lock",
+            10,
+            1 << 20,
+        ),
+        "requirements-txt" => files(
+            &[repo("fixtures/locks")],
+            &|n| n.starts_with("requirements") && n.ends_with(".txt"),
+            10,
+            1 << 20,
+        ),
         "record" => files(&python_dirs(), &|n| n == "RECORD", 100, 16 << 10),
         "pth" => files(&python_dirs(), &|n| n.ends_with(".pth"), 100, 1 << 16),
         "pyvenv-cfg" => files(&python_dirs(), &|n| n == "pyvenv.cfg", 100, 1 << 16),
@@ -564,6 +644,26 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
     }
     s
 }
+
+const LOCK_DICT: &[&[u8]] = &[
+    b"[[package]]\n",
+    b"[[packages]]\n",
+    b"version = 1\n",
+    b"lock-version = \"1.0\"\n",
+    b"source = { editable = \".\" }\n",
+    b"source = { virtual = \".\" }\n",
+    b"dependencies = [{ name = \"six\", marker = \"python_version < '3'\", extra = [\"x\"] }]\n",
+    b"marker = \"((((((\"\n",
+    b"markers = { main = \"sys_platform == 'linux'\" }\n",
+    b"\"_meta\": {\"pipfile-spec\": 6}",
+    b"-r r.txt\n",
+    b"-c c.txt\n",
+    b"-e ./x#egg=x\n",
+    b" --hash=sha256:00\n",
+    b"\\\n",
+    b"; extra == 'a'",
+    b"==1.0+cu124",
+];
 
 const TEXT_DICT: &[&[u8]] = &[
     b"\n",
@@ -675,6 +775,48 @@ pub fn all() -> Vec<Target> {
             dict: META_DICT,
             mutate: None,
             run: metadata,
+        },
+        Target {
+            name: "uv-lock",
+            parser: "lock::uv::read (toml, pep508 markers)",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: uv_lock,
+        },
+        Target {
+            name: "pylock-toml",
+            parser: "lock::pylock::read (PEP 751)",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: pylock_toml,
+        },
+        Target {
+            name: "poetry-lock",
+            parser: "lock::poetry::read",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: poetry_lock,
+        },
+        Target {
+            name: "pdm-lock",
+            parser: "lock::pdm::read",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: pdm_lock,
+        },
+        Target {
+            name: "pipfile-lock",
+            parser: "lock::pipfile::read (JSON)",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: pipfile_lock,
+        },
+        Target {
+            name: "requirements-txt",
+            parser: "lock::requirements::read (pip's file grammar, -r/-c includes)",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: requirements_txt,
         },
         Target {
             name: "requires-txt",

@@ -90,7 +90,8 @@ impl ProbeArgs {
             }
         };
         opts.project = match &self.project {
-            Some(p) => Some(to_machine(p)),
+            // `--project .` is the directory itself, not `…/proj/.`.
+            Some(p) => Some(crate::root::lexical_normalize(&to_machine(p))),
             None if root.is_host() => cwd.clone(),
             None => None,
         };

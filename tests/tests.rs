@@ -41,6 +41,7 @@ mod loader_ldcache;
 mod loader_resolve;
 mod loader_symver;
 mod mechanism_bench;
+mod lock_drift;
 mod module_graph;
 mod output_cli;
 mod output_golden;

@@ -92,6 +92,7 @@ pub fn roles(snap: &Snapshot) -> Vec<BTreeMap<String, u32>> {
                     }
                     SourceKind::Poetry => add("poetry".into(), 100),
                     SourceKind::Pipenv => add("pipenv".into(), 100),
+                    SourceKind::Pixi => add("pixi".into(), 100),
                     SourceKind::CondaEnvironmentYml => add("environment.yml".into(), 100),
                     SourceKind::Vscode => add("vscode".into(), 70),
                     SourceKind::Pycharm => add("pycharm".into(), 70),

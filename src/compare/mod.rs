@@ -92,6 +92,9 @@ pub enum Section {
     Gpus,
     /// Checkpoints and their producers.
     Checkpoints,
+    /// The project's lock files: which there are, their digests, how the job's environment
+    /// compared with the one it was compared with.
+    Locks,
     /// Allowlisted environment variables.
     Env,
     /// OS, kernel, CPU, memory, container.

@@ -15,6 +15,7 @@ pub mod extensions;
 pub mod gpu;
 pub mod host;
 pub mod libs;
+pub mod lock;
 pub mod pool;
 pub mod python;
 
@@ -143,6 +144,11 @@ pub fn registry() -> Vec<Probe> {
             name: "checkpoint",
             stage: 1,
             run: checkpoint::probe,
+        },
+        Probe {
+            name: "lock",
+            stage: 2,
+            run: lock::probe,
         },
         Probe {
             name: "libs",

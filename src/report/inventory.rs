@@ -80,9 +80,14 @@ fn job_rank(py: &Python) -> Option<(u8, String)> {
                         s.detail.split(' ').next().unwrap_or("python")
                     ),
                 ),
-                SourceKind::ProjectVenv | SourceKind::Poetry | SourceKind::Pipenv => {
-                    (3, "the project's venv (not active)".into())
+                SourceKind::ProjectVenv => (3, "the project's venv, what `uv run` uses".into()),
+                SourceKind::Poetry => {
+                    (3, "the project's Poetry env, what `poetry run` uses".into())
                 }
+                SourceKind::Pipenv => {
+                    (3, "the project's Pipenv env, what `pipenv run` uses".into())
+                }
+                SourceKind::Pixi => (3, "the project's Pixi env, what `pixi run` uses".into()),
                 SourceKind::Vscode | SourceKind::Pycharm => (4, "the IDE's interpreter".into()),
                 _ => return None,
             };
@@ -99,8 +104,17 @@ fn job_rank(py: &Python) -> Option<(u8, String)> {
         .map(|(rank, _, why)| (rank, why))
 }
 
-/// The interpreter a job started here runs (`python train.py`), and why.
+/// The interpreter a job started here runs (`python train.py`, `uv run`), and why: the one with
+/// the `job` role (an active env, else the project's, else the shell's), else the best-ranked.
 pub fn job_python(snap: &Snapshot) -> Option<(&Python, String)> {
+    if let Some(py) = snap
+        .pythons
+        .iter()
+        .find(|p| p.exists && p.roles.contains(&crate::snapshot::python::PythonRole::Job))
+    {
+        let why = job_rank(py).map_or_else(|| "the job's interpreter".to_string(), |(_, w)| w);
+        return Some((py, why));
+    }
     // Among PATH entries only the lowest one wins; the detail names the entry.
     let path_pos = |py: &Python| -> usize {
         py.sources
@@ -519,6 +533,7 @@ fn kind_name(k: SourceKind) -> &'static str {
         SourceKind::ProjectVenv => "project venv",
         SourceKind::Poetry => "poetry",
         SourceKind::Pipenv => "pipenv",
+        SourceKind::Pixi => "pixi",
         SourceKind::CondaEnvironmentYml => "environment.yml",
         SourceKind::Vscode => "VS Code",
         SourceKind::Pycharm => "PyCharm",

@@ -38,6 +38,20 @@ pub fn subject_file(snap: &Snapshot, subject: &str) -> Option<String> {
                 .or_else(|| lib.realpath.clone())
                 .or_else(|| Some(lib.requester.clone()).filter(|r| r.starts_with('/')))
         }
+        "lock_drift" => {
+            let (name, python) = key.split_once(" @ ")?;
+            let d = snap
+                .lock_drift
+                .iter()
+                .find(|d| d.name == name && d.python == python)?;
+            let pinned = d.pinned_at.as_deref().unwrap_or(&d.lock);
+            Some(
+                pinned
+                    .rsplit_once(':')
+                    .map_or(pinned, |(f, _)| f)
+                    .to_string(),
+            )
+        }
         "frameworks" => {
             let (name, python) = key.split_once(" @ ")?;
             snap.frameworks

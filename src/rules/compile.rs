@@ -276,6 +276,8 @@ pub const SECTIONS: &[&str] = &[
     "nvml",
     "gpus",
     "checkpoints",
+    "locks",
+    "lock_drift",
     "probe_errors",
     "expect",
 ];

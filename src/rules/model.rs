@@ -58,6 +58,9 @@ pub enum Scope {
     Framework,
     /// Once per `checkpoints[]`, bound as `checkpoint`.
     Checkpoint,
+    /// Once per `lock_drift[]` (a package that differs from the project's lock), bound as
+    /// `drift`.
+    Lock,
 }
 
 impl Scope {
@@ -70,6 +73,7 @@ impl Scope {
             Scope::Library => Some(("libraries", "library")),
             Scope::Framework => Some(("frameworks", "framework")),
             Scope::Checkpoint => Some(("checkpoints", "checkpoint")),
+            Scope::Lock => Some(("lock_drift", "drift")),
         }
     }
 
@@ -82,6 +86,7 @@ impl Scope {
             Scope::Library => "library",
             Scope::Framework => "framework",
             Scope::Checkpoint => "checkpoint",
+            Scope::Lock => "lock",
         }
     }
 }

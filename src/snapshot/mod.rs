@@ -21,6 +21,7 @@ pub mod extensions;
 pub mod gpu;
 pub mod host;
 pub mod libs;
+pub mod lock;
 pub mod python;
 
 use schemars::JsonSchema;
@@ -32,6 +33,7 @@ pub use cuda::Cuda;
 pub use gpu::{Gpu, Nvml};
 pub use host::Host;
 pub use libs::{Framework, Library, RunningJob};
+pub use lock::{LockDrift, LockFile};
 pub use python::Python;
 
 /// The version of the snapshot format this envdoctor writes. Readers refuse newer ones.
@@ -81,6 +83,14 @@ pub struct Snapshot {
     /// Checkpoints found or named with `--checkpoint`.
     #[serde(default)]
     pub checkpoints: Vec<Checkpoint>,
+    /// The project's lock files and pinned requirements, each with its digest; the one the
+    /// job's interpreter was compared with carries the comparison's counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locks: Vec<LockFile>,
+    /// Each package whose installed state differs from the compared lock (rules of scope
+    /// `lock` read them one by one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lock_drift: Vec<LockDrift>,
     /// Probes that failed, timed out, or met bad input; each names the file when there is one.
     #[serde(default)]
     pub probe_errors: Vec<ProbeError>,
@@ -241,6 +251,13 @@ impl Snapshot {
             g.normalize();
         }
         self.checkpoints.sort_by(|a, b| a.path.cmp(&b.path));
+        for l in &mut self.locks {
+            l.normalize();
+        }
+        self.locks.sort_by(|a, b| a.path.cmp(&b.path));
+        self.lock_drift.sort_by(|a, b| {
+            (&a.lock, &a.python, &a.name, a.kind).cmp(&(&b.lock, &b.python, &b.name, b.kind))
+        });
         self.probe_errors.sort();
         self.probe_errors.dedup();
     }

@@ -239,6 +239,8 @@ pub enum SourceKind {
     Poetry,
     /// A Pipenv virtualenv for the project.
     Pipenv,
+    /// The project's Pixi environment (`.pixi/envs/default`, what `pixi run` uses).
+    Pixi,
     /// The conda env named by the project's `environment.yml`.
     CondaEnvironmentYml,
     /// VS Code `python.defaultInterpreterPath` / `python.pythonPath`.

@@ -191,6 +191,7 @@ pub fn assign_roles(pythons: &mut [Python]) {
                             SourceKind::ProjectVenv,
                             SourceKind::Poetry,
                             SourceKind::Pipenv,
+                            SourceKind::Pixi,
                             SourceKind::CondaEnvironmentYml,
                         ],
                     )

@@ -10,6 +10,8 @@
 //! - Pipenv: `<virtualenvs>/<dirname>-<8 chars>`, `<virtualenvs>` being `$WORKON_HOME`, else
 //!   `${XDG_DATA_HOME:-~/.local/share}/virtualenvs`, `<dirname>` the project directory's name
 //!   with `` &$`!*@"()[]\`` and whitespace turned to `_` (at most 42 characters).
+//! - `$UV_PROJECT_ENVIRONMENT` (what `uv run` uses instead of `.venv`), and Pixi's
+//!   `.pixi/envs/default` (what `pixi run` uses).
 //! - `environment.yml` / `environment.yaml`: its top-level `name:`, looked up as a conda env; an
 //!   env that was never created is kept as a missing interpreter under the first conda root.
 //!
@@ -26,6 +28,8 @@ pub fn discover(c: &mut Collector) {
     let Some(project) = c.project.clone() else {
         return;
     };
+    // First: with it set, `uv run` uses it and not `.venv`.
+    uv_project_environment(c, &project);
     for d in [".venv", "venv", "env"] {
         let prefix = project.join(d);
         if c.root.is_file(&prefix.join("pyvenv.cfg")) {
@@ -38,9 +42,43 @@ pub fn discover(c: &mut Collector) {
             );
         }
     }
+    pixi(c, &project);
     poetry(c, &project);
     pipenv(c, &project);
     environment_yml(c, &project);
+}
+
+/// `$UV_PROJECT_ENVIRONMENT`: the environment `uv run`/`uv sync` use instead of `.venv`
+/// (relative to the project when relative).
+fn uv_project_environment(c: &mut Collector, project: &Path) {
+    let Some(dir) = env_path(c.env, "UV_PROJECT_ENVIRONMENT") else {
+        return;
+    };
+    let prefix = crate::root::lexical_normalize(&project.join(dir));
+    let py = interpreter_or_default(c.root, &prefix);
+    let detail = format!("{} (UV_PROJECT_ENVIRONMENT)", prefix.display());
+    c.add(
+        &py,
+        source(SourceKind::ProjectVenv, detail),
+        Hint::kind(PythonKind::Venv),
+    );
+}
+
+/// The Pixi environment `pixi run` uses: `.pixi/envs/default` (a conda prefix).
+fn pixi(c: &mut Collector, project: &Path) {
+    let prefix = project.join(".pixi/envs/default");
+    if !c.root.is_dir(&prefix) {
+        return;
+    }
+    let py = interpreter_or_default(c.root, &prefix);
+    c.add(
+        &py,
+        source(SourceKind::Pixi, prefix.display().to_string()),
+        Hint {
+            kind: Some(PythonKind::Conda),
+            conda_env: Some("default".into()),
+        },
+    );
 }
 
 fn home_or(c: &Collector, var: &str, under_home: &str) -> Option<PathBuf> {

@@ -1,0 +1,327 @@
+//! `requirements*.txt` and constraints files, as pip reads them: lines joined at a trailing
+//! `\`, comments from ` #`, one requirement per line (PEP 508, a direct URL, or `-e` an
+//! editable path/URL with `#egg=`), `--hash` options after it, and the file options `-r`/
+//! `--requirement` and `-c`/`--constraint` (read relative to the file, at most
+//! [`MAX_DEPTH`] deep, a cycle read once), `-i`/`--index-url`, `--extra-index-url`,
+//! `-f`/`--find-links`, `--no-index`. A requirement whose marker does not hold for the target
+//! is left out; `name==V` (or `===V`) is a pin, anything else is kept as a requirement the
+//! installed version must meet.
+
+use super::model::{normalize, Entry, Locked, Src, Target};
+use pep508_rs::VersionOrUrl;
+
+/// How deep `-r`/`-c` includes are followed.
+pub const MAX_DEPTH: usize = 8;
+
+/// Reads an included file: its name as written and the including file's path in, the file's
+/// path and text out.
+pub type Include<'a> = dyn FnMut(&str, &str) -> Result<(String, String), String> + 'a;
+
+/// Read `text` (the requirements file `path`) for `target`; `include` reads `-r`/`-c` files.
+pub fn read(text: &str, path: &str, target: &Target, include: &mut Include) -> Locked {
+    let mut out = Locked::default();
+    let mut seen = vec![path.to_string()];
+    one(text, path, target, include, &mut out, &mut seen, false, 0);
+    out
+}
+
+/// Whether pip-compile wrote it (then `pip-sync` is its sync command).
+pub fn by_pip_compile(text: &str) -> bool {
+    text.lines()
+        .take(10)
+        .any(|l| l.starts_with('#') && l.contains("pip-compile"))
+}
+
+/// State carried from line to line of one file.
+struct Ctx<'a> {
+    path: &'a str,
+    index: Option<String>,
+    constraint: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one(
+    text: &str,
+    path: &str,
+    target: &Target,
+    include: &mut Include,
+    out: &mut Locked,
+    seen: &mut Vec<String>,
+    constraint: bool,
+    depth: usize,
+) {
+    let mut ctx = Ctx {
+        path,
+        index: None,
+        constraint,
+    };
+    for (line_no, line) in logical_lines(text) {
+        let line = strip_comment(&line);
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('-') {
+            let Some((opt, val)) = option(line) else {
+                continue;
+            };
+            match opt {
+                "-r" | "--requirement" | "-c" | "--constraint" => {
+                    let c = constraint || opt == "-c" || opt == "--constraint";
+                    if depth + 1 > MAX_DEPTH {
+                        out.warnings.push(format!(
+                            "{path}:{line_no}: includes nested more than {MAX_DEPTH} deep; `{val}` is not read"
+                        ));
+                        continue;
+                    }
+                    match include(val, path) {
+                        Ok((p, t)) if !seen.contains(&p) => {
+                            seen.push(p.clone());
+                            one(&t, &p, target, include, out, seen, c, depth + 1);
+                        }
+                        Ok(_) => {}
+                        Err(e) => out.warnings.push(format!("{path}:{line_no}: {e}")),
+                    }
+                }
+                "-i" | "--index-url" => ctx.index = Some(val.to_string()),
+                "-e" | "--editable" => editable(val, line_no, &ctx, out),
+                _ => {}
+            }
+            continue;
+        }
+        requirement(line, line_no, &ctx, target, out);
+    }
+}
+
+/// `-e PATH#egg=name` / `-e git+URL#egg=name`: an editable entry when the name is known.
+fn editable(val: &str, line: usize, ctx: &Ctx, out: &mut Locked) {
+    let (loc, frag) = val.split_once('#').unwrap_or((val, ""));
+    let name = frag
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("egg="))
+        .map(normalize);
+    let Some(name) = name.filter(|n| !n.is_empty()) else {
+        return;
+    };
+    let source = if loc.starts_with("git+") {
+        Src::Git(loc.to_string())
+    } else {
+        Src::Editable(loc.to_string())
+    };
+    out.entries.push(Entry {
+        name,
+        line,
+        source,
+        file: Some(ctx.path.to_string()),
+        constraint: ctx.constraint,
+        ..Entry::default()
+    });
+}
+
+fn requirement(line: &str, line_no: usize, ctx: &Ctx, target: &Target, out: &mut Locked) {
+    // `--hash=…` and other per-requirement options follow the requirement.
+    let req_text = match line.find(" --").or_else(|| line.find("\t--")) {
+        Some(i) => line[..i].trim(),
+        None => line,
+    };
+    let req = match crate::probe::python::requires::parse(req_text) {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            out.warnings.push(format!(
+                "{}:{line_no}: `{}` is not a requirement pip reads",
+                ctx.path,
+                short(req_text)
+            ));
+            return;
+        }
+        Err(e) => {
+            out.warnings.push(format!("{}:{line_no}: {e}", ctx.path));
+            return;
+        }
+    };
+    if let Some(env) = &target.markers {
+        if !req.evaluate_markers(env, &[]) {
+            return;
+        }
+    }
+    let mut e = Entry {
+        name: normalize(req.name.as_ref()),
+        line: line_no,
+        file: Some(ctx.path.to_string()),
+        constraint: ctx.constraint,
+        source: Src::Index(ctx.index.clone()),
+        ..Entry::default()
+    };
+    match &req.version_or_url {
+        Some(VersionOrUrl::VersionSpecifier(specs)) => {
+            let exact = (specs.len() == 1)
+                .then(|| specs.iter().next())
+                .flatten()
+                .filter(|s| {
+                    let op = s.operator().to_string();
+                    (op == "==" || op == "===") && !s.to_string().ends_with(".*")
+                });
+            match exact {
+                Some(s) => e.version = Some(s.version().to_string()),
+                None => e.spec = Some(specs.to_string()),
+            }
+        }
+        Some(VersionOrUrl::Url(u)) => {
+            let url = u.given().map_or_else(|| u.to_string(), str::to_string);
+            e.source = if url.starts_with("git+") {
+                Src::Git(url)
+            } else if let Some(p) = url.strip_prefix("file://") {
+                Src::Path(p.to_string())
+            } else {
+                Src::Url(url)
+            };
+        }
+        None => {}
+    }
+    out.entries.push(e);
+}
+
+fn short(s: &str) -> String {
+    s.chars().take(80).collect()
+}
+
+/// `-r file`, `--requirement=file`, `-rfile` → (`-r`, `file`).
+fn option(line: &str) -> Option<(&str, &str)> {
+    let (opt, rest) = match line.split_once(|c: char| c == '=' || c.is_whitespace()) {
+        Some((o, r)) => (o, r.trim()),
+        None => (line, ""),
+    };
+    if opt.len() > 2 && !opt.starts_with("--") {
+        // `-rfile`.
+        return Some((&line[..2], line[2..].trim()));
+    }
+    Some((opt, rest.split_whitespace().next().unwrap_or("")))
+}
+
+/// A comment starts at `#` at the start of a line or after whitespace (pip's rule).
+fn strip_comment(line: &str) -> &str {
+    let b = line.as_bytes();
+    for i in 0..b.len() {
+        if b[i] == b'#' && (i == 0 || b[i - 1].is_ascii_whitespace()) {
+            return line[..i].trim();
+        }
+    }
+    line.trim()
+}
+
+/// Lines with `\`-continuations joined, each with the number of its first physical line.
+fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut cur: Option<(usize, String)> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let (start, mut acc) = cur.take().unwrap_or((i + 1, String::new()));
+        match raw.strip_suffix('\\') {
+            Some(head) => {
+                acc.push_str(head);
+                acc.push(' ');
+                cur = Some((start, acc));
+            }
+            None => {
+                acc.push_str(raw);
+                out.push((start, acc));
+            }
+        }
+    }
+    if let Some(c) = cur {
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_include(_: &str, _: &str) -> Result<(String, String), String> {
+        Err("no includes here".into())
+    }
+
+    #[test]
+    fn the_real_pip_compile_output_with_hashes() {
+        let text = include_str!("../../../fixtures/locks/pip-tools/requirements.txt");
+        assert!(by_pip_compile(text));
+        let l = read(
+            text,
+            "r.txt",
+            &Target::linux(Some("3.11.7"), "x86_64"),
+            &mut no_include,
+        );
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        let got: Vec<String> = l
+            .entries
+            .iter()
+            .map(|e| format!("{} {}", e.name, e.version.as_deref().unwrap_or("-")))
+            .collect();
+        assert_eq!(got, ["packaging 26.4", "six 1.17.0", "urllib3 2.8.0"]);
+        let six = &l.entries[1];
+        assert!(text
+            .lines()
+            .nth(six.line - 1)
+            .unwrap()
+            .starts_with("six==1.17.0"));
+    }
+
+    #[test]
+    fn options_includes_markers_urls_and_editables() {
+        let main = "-i https://download.pytorch.org/whl/cu124\n--extra-index-url https://pypi.org/simple\n\
+                    torch==2.6.0+cu124 \\\n    --hash=sha256:abc\n\
+                    -r more.txt\n-c cons.txt\n-rloop.txt\n\
+                    tomli==2.0.1 ; python_version < \"3.11\"\n\
+                    numpy>=1.26 # comment\n\
+                    demo @ https://example.com/demo-1.0-py3-none-any.whl\n\
+                    -e ./libs/tool#egg=Tool_X\n-e .\nnot a req !!\n";
+        let mut inc = |name: &str, from: &str| -> Result<(String, String), String> {
+            match name {
+                "more.txt" => Ok(("/p/more.txt".into(), "six==1.16.0\n-r main.txt\n".into())),
+                "main.txt" => Ok((from.to_string(), String::new())),
+                "cons.txt" => Ok(("/p/cons.txt".into(), "urllib3==1.26.20\n".into())),
+                _ => Err(format!("{name}: no such file")),
+            }
+        };
+        let l = read(
+            main,
+            "/p/main.txt",
+            &Target::linux(Some("3.12.1"), "x86_64"),
+            &mut inc,
+        );
+        type Row = (String, Option<String>, Option<String>, usize, bool);
+        let got: Vec<Row> = l
+            .entries
+            .iter()
+            .map(|e| {
+                (
+                    e.name.clone(),
+                    e.version.clone(),
+                    e.spec.clone(),
+                    e.line,
+                    e.constraint,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("torch".into(), Some("2.6.0+cu124".into()), None, 3, false),
+                ("six".into(), Some("1.16.0".into()), None, 1, false),
+                ("urllib3".into(), Some("1.26.20".into()), None, 1, true),
+                ("numpy".into(), None, Some(">=1.26".into()), 9, false),
+                ("demo".into(), None, None, 10, false),
+                ("tool-x".into(), None, None, 11, false),
+            ]
+        );
+        assert_eq!(
+            l.entries[0].source,
+            Src::Index(Some("https://download.pytorch.org/whl/cu124".into()))
+        );
+        assert_eq!(l.entries[1].file.as_deref(), Some("/p/more.txt"));
+        assert!(matches!(&l.entries[4].source, Src::Url(u) if u.ends_with(".whl")));
+        assert_eq!(l.entries[5].source, Src::Editable("./libs/tool".into()));
+        assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
+        assert!(l.warnings.iter().any(|w| w.contains("loop.txt")));
+        assert!(l.warnings.iter().any(|w| w.contains(":13:")));
+    }
+}
