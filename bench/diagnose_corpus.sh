@@ -18,11 +18,12 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/root"
 python3 - "$BIN" "$WORK" fixtures/logs/corpus/*.log <<'PY'
-import json, os, re, subprocess, sys
+import concurrent.futures, json, os, re, subprocess, sys
 binary, work, files = sys.argv[1], sys.argv[2], sys.argv[3:]
 parts = {"training": [0, 0, 0], "held-out": [0, 0, 0]}
 misses = []
-for path in files:
+
+def diagnose(path):
     number = int(re.match(r"(\d+)", os.path.basename(path)).group(1))
     head, body = {}, []
     for line in open(path, encoding="utf-8"):
@@ -39,6 +40,11 @@ for path in files:
         ranked = [d["rule"] for d in json.loads(out.stdout)["diagnoses"]]
     except Exception:
         ranked = []
+    return path, head, part, ranked
+
+with concurrent.futures.ThreadPoolExecutor(int(os.environ.get("JOBS", "2"))) as pool:
+    results = list(pool.map(diagnose, files))
+for path, head, part, ranked in results:
     p = parts[part]
     p[0] += 1
     p[1] += bool(ranked) and ranked[0] == head["cause"]

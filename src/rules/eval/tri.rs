@@ -249,10 +249,16 @@ impl<'a> Eval<'a, '_> {
             }
         };
         let Some(raw) = raw else {
-            // An unset variable is a fact; a test that wants the fact absent holds.
+            // An unset variable is a fact, and so is a distribution missing from a package list
+            // that was read; a test that wants the fact absent holds.
             let wants_absent = matches!(op, Op::Exists(false) | Op::Empty(true));
-            if fact.var == "env" || wants_absent {
+            if fact.var == "env" || wants_absent || self.not_installed(fact) {
                 return decided(self.holds(op, None), evidence(None));
+            }
+            // `cast: length` defines a missing fact as length 0: the rule asked for that.
+            if matches!(cast, Some(crate::rules::model::Cast::Length)) {
+                let zero = apply_cast(None, cast);
+                return decided(self.holds(op, zero.as_ref()), evidence(None));
             }
             return unknown(label, Value::Null);
         };
@@ -271,6 +277,26 @@ impl<'a> Eval<'a, '_> {
             return unknown(label, raw.clone());
         }
         decided(self.holds(op, Some(value)), evidence(Some(raw)))
+    }
+
+    /// Whether `fact` goes through `X.package.NAME` where `X.packages` was read: the
+    /// distribution is then known not to be installed.
+    fn not_installed(&self, fact: &Path) -> bool {
+        let Some(i) = fact
+            .segs
+            .iter()
+            .position(|s| matches!(s, crate::rules::path::Seg::Key(k) if k == "package"))
+        else {
+            return false;
+        };
+        let owner = Path {
+            var: fact.var.clone(),
+            segs: fact.segs[..i].to_vec(),
+            text: String::new(),
+        };
+        self.resolve_value(&owner)
+            .and_then(|o| o.get("packages"))
+            .is_some_and(Value::is_array)
     }
 
     /// Whether an ordering test can order `value` (always true for other tests).
