@@ -247,7 +247,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "resolver",
-        r"requires a different Python: (?P<python>[\d.]+) not in '(?P<requires_python>[^']+)'",
+        r"requires a different Python: (?P<python>[\d.]+) not in '(?P<python_spec>[^']+)'",
     ),
     (
         "resolver",
