@@ -9,15 +9,18 @@ use machine::{repo, Machine};
 use std::io::Write;
 
 #[test]
-fn an_empty_log_says_so_and_exits_1() {
+fn an_empty_log_is_a_usage_error_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("empty.log");
     std::fs::write(&p, "").unwrap();
     let out = cli::plain().arg("diagnose").arg(&p).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("the log is empty"), "{text}");
-    assert!(text.contains("No known failure matches this log"), "{text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("empty.log") && err.contains("the log is empty"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
@@ -83,6 +86,7 @@ fn stdin_text_and_markdown_and_nothing_matched() {
     let m = Machine::new();
     let log = std::fs::read(repo("fixtures/logs/torch_weights_only.log")).unwrap();
     let out = cli::plain()
+        .env("ENVDOCTOR_WIDTH", "0")
         .args(["diagnose", "-", "--no-load", "--root"])
         .arg(m.root())
         .write_stdin(log.clone())

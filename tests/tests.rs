@@ -21,6 +21,7 @@ mod cuda_fixtures;
 mod deploy;
 mod diagnose_cli;
 mod diagnose_corpus;
+mod diagnose_public_corpus;
 mod env_secrets;
 mod extensions_probe;
 mod field_reports;

@@ -104,6 +104,13 @@ pub fn diagnose_cmd(a: DiagnoseArgs) -> Result<Exit, Error> {
         }
     };
     let scanned = scanned.map_err(|e| read_error(&shown, e))?;
+    if scanned.stats.lines == 0 {
+        return Err(Error::input(
+            &shown,
+            "the log is empty: pass the job's output (`python train.py 2>&1 | envdoctor \
+             diagnose -`), or the file it was saved to",
+        ));
+    }
     let report = finish(scanned, &rules, &a.facts, &shown)?;
     emit(&report, a.facts.format, false)?;
     Ok(exit(&report))
@@ -117,8 +124,8 @@ fn read_error(shown: &str, e: super::reader::ReadError) -> Error {
 }
 
 fn finish(scan: super::Scan, rules: &RuleSet, f: &FactArgs, shown: &str) -> Result<Report, Error> {
-    // Facts are only gathered when some rule is a candidate.
-    let (facts, from) = if scan.matches.is_empty() {
+    // Facts are only gathered when some rule is a candidate or an event can be explained.
+    let (facts, from) = if !scan.needs_facts() {
         (serde_json::Value::Null, "none needed".to_string())
     } else {
         match &f.from {
@@ -133,7 +140,10 @@ fn finish(scan: super::Scan, rules: &RuleSet, f: &FactArgs, shown: &str) -> Resu
                 )
             }
             None => {
-                let opts = f.probe.to_options()?;
+                let mut opts = f.probe.to_options()?;
+                if opts.checkpoints.is_empty() {
+                    opts.checkpoints = loaded_checkpoints(&scan, &f.probe.root);
+                }
                 let snap = probe::collect(opts);
                 (
                     serde_json::to_value(&snap).unwrap_or_default(),
@@ -145,6 +155,22 @@ fn finish(scan: super::Scan, rules: &RuleSet, f: &FactArgs, shown: &str) -> Resu
     Ok(super::diagnose(scan, rules.rules(), &facts, shown, &from))
 }
 
+/// The files the log's traceback loads (`torch.load("/data/model.pt")`) that exist under
+/// `root`, as paths on the probed machine: probed as checkpoints instead of asking for
+/// `--checkpoint`.
+fn loaded_checkpoints(scan: &super::Scan, root: &std::path::Path) -> Vec<PathBuf> {
+    scan.log
+        .loaded_files()
+        .into_iter()
+        .map(PathBuf::from)
+        .filter(|p| {
+            let on_host = root.join(p.strip_prefix("/").unwrap_or(p));
+            on_host.exists()
+        })
+        .take(4)
+        .collect()
+}
+
 fn emit(report: &Report, format: Format, to_stderr: bool) -> Result<(), Error> {
     let color = if to_stderr {
         false
@@ -154,7 +180,7 @@ fn emit(report: &Report, format: Format, to_stderr: bool) -> Result<(), Error> {
     let text = match format {
         Format::Json => render::json(report),
         Format::Markdown => render::markdown(report),
-        Format::Text => render::text(report, &Style { color }),
+        Format::Text => render::text(report, &Style { color }, &text_layout(to_stderr)),
     };
     if to_stderr {
         let mut e = std::io::stderr().lock();
@@ -164,6 +190,21 @@ fn emit(report: &Report, format: Format, to_stderr: bool) -> Result<(), Error> {
     } else {
         write_stdout(&text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))
     }
+}
+
+/// The layout of the text report: the terminal's width (`ENVDOCTOR_WIDTH` forces one, `0`
+/// never wraps), 80 columns when not a terminal (a log diagnosis is pasted into issues).
+fn text_layout(to_stderr: bool) -> crate::report::layout::Layout {
+    let forced = std::env::var("ENVDOCTOR_WIDTH")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let width = match forced {
+        Some(0) => None,
+        Some(_) => crate::report::layout::stdout_width(),
+        None if to_stderr => Some(80),
+        None => crate::report::layout::stdout_width().or(Some(80)),
+    };
+    crate::report::layout::Layout::new(width, None, None)
 }
 
 fn exit(r: &Report) -> Exit {

@@ -1,14 +1,12 @@
-//! Confirming a candidate rule with the machine's facts: the rule's `when` holds on the
-//! snapshot (for the subject the log names, when it names one) → confirmed; it does not hold
-//! because facts are missing → plausible, naming them and how to get them; it does not hold on
-//! facts that are there → ruled out, naming them.
-//!
-//! Which facts: the first conjunct of `when` that holds for no subject is the one to blame; each
-//! fact test inside it is re-run as an `exists` test under the same quantifiers, which yields the
-//! facts' values with their labelled paths (`pythons[/v/bin/python].packages[torch].version`).
+//! Confirming a candidate rule with the machine's facts (and the log's, under `log`): the
+//! rule's `when` holds (for the subject the log names, when it names one) → confirmed; else the
+//! rule is judged three-valued ([`crate::rules::eval::judge`]): a subject on which it is
+//! unknown → plausible, naming each fact that is absent or cannot be ordered and how to collect
+//! it; only when present facts contradict it on every subject → ruled out, naming them. A
+//! missing or unorderable value is never a contradiction.
 
-use crate::rules::compile::{Cond, Op, Rule};
-use crate::rules::eval::{self, Evidence};
+use crate::rules::compile::Rule;
+use crate::rules::eval::{self, Evidence, Tri};
 use crate::rules::model::Scope;
 use serde::Serialize;
 use serde_json::Value;
@@ -69,6 +67,7 @@ fn how_to_get(section: &str) -> &'static str {
         "checkpoints" => "no checkpoint was inspected: pass --checkpoint PATH (the file or directory the job loads)",
         "pythons" => "no matching Python interpreter was found: pass --project DIR (the job's project), or run where the job ran",
         "cuda" => "no CUDA facts here: run on the GPU machine, or pass --from a snapshot taken there",
+        "log" => "the log does not say: diagnose the job's whole output (`envdoctor run -- CMD`, or the full stderr file), not an excerpt",
         _ => "run where the job ran, or pass --from a snapshot taken there",
     }
 }
@@ -92,11 +91,7 @@ pub fn confirm(rule: &Rule, root: &Value, names: &[String], sites: &[String]) ->
     // A scoped rule is judged on the subjects the log names.
     let narrowed = narrow_to_targets(rule, root, &targets);
     let root = narrowed.as_ref().unwrap_or(root);
-    let (evidence, absent) = probe_failing_part(rule, root, &index);
-    if let Some(out) = missing_facts(rule, &evidence, &absent) {
-        return out;
-    }
-    contradicted(rule, evidence, &absent)
+    judged(rule, root)
 }
 
 /// The fix with the facts it names shown as `<path>` (for a rule not confirmed).
@@ -230,91 +225,101 @@ fn narrow_to_targets(rule: &Rule, root: &Value, targets: &[String]) -> Option<Va
     Some(r)
 }
 
-/// Each fact test of the failing part re-run as an `exists` probe: the facts found (small
-/// values only) and the facts absent, each deduplicated.
-fn probe_failing_part<'a>(
-    rule: &Rule,
-    root: &'a Value,
-    index: &eval::Index<'a>,
-) -> (Vec<Evidence>, Vec<String>) {
-    let culprit = failing_part(rule, root);
-    // The subject exists (checked above), so a fact under it that is absent was probed and is
-    // empty: that absence is itself the contradicting fact.
-    let subject_var = rule.scope.binding().map(|(_, var)| format!("{var}."));
-    let mut evidence = Vec::new();
-    let mut absent = Vec::new();
-    for (probe, fact) in probes(culprit, &mut Vec::new()) {
-        let sub = Rule {
-            when: probe,
-            ..rule.clone()
-        };
-        let found = eval::run_rule(&sub, root, &rule.params, index);
-        match found.into_iter().find(|h| !h.evidence.is_empty()) {
-            Some(h) => evidence.extend(h.evidence.into_iter().filter(|e| !is_big(&e.value))),
-            None if subject_var
-                .as_ref()
-                .is_some_and(|v| fact.starts_with(v.as_str())) =>
-            {
-                evidence.push(Evidence {
-                    path: fact,
-                    value: Value::Null,
-                })
-            }
-            None => absent.push(fact),
-        }
-    }
-    dedup(&mut evidence);
-    absent.dedup();
-    (evidence, absent)
-}
-
-/// Plausible: no fact contradicts it and facts outside `env` are absent; names them.
-fn missing_facts(rule: &Rule, evidence: &[Evidence], absent: &[String]) -> Option<Outcome> {
-    let decisive_absent = absent.iter().any(|f| !f.starts_with("env."));
-    if !(evidence.is_empty() && decisive_absent) {
-        return None;
-    }
-    let missing: Vec<MissingFact> = absent
-        .iter()
-        .filter(|f| !f.starts_with("env."))
-        .map(|f| MissingFact {
-            fact: f.clone(),
-            how: how_to_get(section_of(rule, f)).into(),
-        })
-        .collect();
-    Some(Outcome {
-        verdict: Verdict::Plausible,
-        subject: None,
-        message: format!(
-            "cannot be checked: {} not among the facts",
-            missing
+/// Plausible or ruled out, from the rule judged three-valued on every subject: any subject
+/// whose verdict is unknown makes it plausible (naming the facts that are absent or cannot be
+/// ordered); only when every subject is contradicted by present facts is it ruled out.
+fn judged(rule: &Rule, root: &Value) -> Outcome {
+    let index = eval::Index::default();
+    let judgements = eval::judge(rule, root, &rule.params, &index);
+    if let Some(j) = judgements.iter().find(|j| j.value != Tri::False) {
+        let mut unknown = j.why.unknown.clone();
+        dedup(&mut unknown);
+        let missing: Vec<MissingFact> = unknown
+            .iter()
+            .map(|e| MissingFact {
+                how: how_for(rule, e),
+                fact: e.path.clone(),
+            })
+            .collect();
+        let named: Vec<String> = unknown
+            .iter()
+            .take(4)
+            .map(|e| match &e.value {
+                Value::Null => format!("{} is not among the facts", e.path),
+                Value::Array(a) if a.is_empty() => format!("{} is empty here", e.path),
+                v => format!(
+                    "{} = {} cannot be ordered by the rule's test",
+                    e.path,
+                    short(v)
+                ),
+            })
+            .collect();
+        return Outcome {
+            verdict: Verdict::Plausible,
+            subject: j.subject.clone(),
+            message: if named.is_empty() {
+                "cannot be checked on these facts".into()
+            } else {
+                format!("cannot be checked: {}", named.join("; "))
+            },
+            evidence: j
+                .why
+                .support
                 .iter()
-                .map(|m| m.fact.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        evidence: Vec::new(),
-        missing,
-        fix: unrendered(rule),
-    })
-}
-
-/// Ruled out: the facts contradict it; shows up to three of them and two absent ones.
-fn contradicted(rule: &Rule, evidence: Vec<Evidence>, absent: &[String]) -> Outcome {
+                .filter(|e| !is_big(&e.value))
+                .cloned()
+                .collect(),
+            missing,
+            fix: unrendered(rule),
+        };
+    }
+    let mut evidence: Vec<Evidence> = judgements
+        .iter()
+        .flat_map(|j| j.why.against.iter().cloned())
+        .filter(|e| !is_big(&e.value))
+        .collect();
+    dedup(&mut evidence);
     let shown: Vec<String> = evidence
         .iter()
         .take(3)
         .map(|e| format!("{} = {}", e.path, short(&e.value)))
-        .chain(absent.iter().take(2).map(|f| format!("{f} is absent")))
         .collect();
     Outcome {
         verdict: Verdict::RuledOut,
-        subject: None,
-        message: format!("the facts contradict it: {}", shown.join("; ")),
+        subject: judgements.first().and_then(|j| j.subject.clone()),
+        message: if shown.is_empty() {
+            "the facts contradict it".into()
+        } else {
+            format!("the facts contradict it: {}", shown.join("; "))
+        },
         evidence,
         missing: Vec::new(),
         fix: unrendered(rule),
     }
+}
+
+/// How to collect a fact that is missing or cannot be ordered.
+fn how_for(rule: &Rule, e: &Evidence) -> String {
+    if !e.value.is_null() && !matches!(&e.value, Value::Array(a) if a.is_empty()) {
+        return format!(
+            "its value `{}` is not a version the rule's test can order (a nightly or local \
+             build): compare it by hand with the rule (`envdoctor explain {}`)",
+            short(&e.value),
+            rule.id
+        );
+    }
+    if e.path.ends_with("compute_capabilities") {
+        return "the framework's compiled architectures are read by loading it: run `envdoctor \
+                diagnose` where the job ran without --no-load, or pass --from a snapshot taken \
+                there"
+            .into();
+    }
+    if e.path.contains(".load") {
+        return "load results come from loading the libraries: run `envdoctor diagnose` where the \
+                job ran without --no-load, or pass --from a snapshot taken there"
+            .into();
+    }
+    how_to_get(section_of(rule, &e.path)).into()
 }
 
 /// The interpreters of `root` whose `sys.path` holds one of `sites`.
@@ -341,71 +346,6 @@ fn interpreters_that_ran(root: &Value, sites: &[String]) -> Vec<String> {
         .filter_map(|p| p.get("path").and_then(Value::as_str))
         .map(str::to_string)
         .collect()
-}
-
-/// The first conjunct of `when` that holds for no subject (or `when` itself).
-fn failing_part<'r>(rule: &'r Rule, root: &Value) -> &'r Cond {
-    if let Cond::All(items) = &rule.when {
-        let index = eval::Index::default();
-        for item in items {
-            let sub = Rule {
-                when: item.clone(),
-                ..rule.clone()
-            };
-            if eval::run_rule(&sub, root, &rule.params, &index).is_empty() {
-                return item;
-            }
-        }
-    }
-    &rule.when
-}
-
-/// For every fact test in `c`: the same fact as an `exists` test under the same quantifiers,
-/// with the fact's path as written.
-fn probes(
-    c: &Cond,
-    quants: &mut Vec<(
-        crate::rules::compile::Quant,
-        crate::rules::path::Path,
-        String,
-    )>,
-) -> Vec<(Cond, String)> {
-    let mut out = Vec::new();
-    match c {
-        Cond::All(items) | Cond::Any(items) => {
-            for i in items {
-                out.extend(probes(i, quants));
-            }
-        }
-        Cond::Not(inner) => out.extend(probes(inner, quants)),
-        Cond::Quant {
-            kind,
-            list,
-            var,
-            body,
-        } => {
-            quants.push((*kind, list.clone(), var.clone()));
-            out.extend(probes(body, quants));
-            quants.pop();
-        }
-        Cond::Test { fact, .. } => {
-            let mut probe = Cond::Test {
-                fact: fact.clone(),
-                cast: None,
-                op: Op::Exists(true),
-            };
-            for (_, list, var) in quants.iter().rev() {
-                probe = Cond::Quant {
-                    kind: crate::rules::compile::Quant::Any,
-                    list: list.clone(),
-                    var: var.clone(),
-                    body: Box::new(probe),
-                };
-            }
-            out.push((probe, fact.text.clone()));
-        }
-    }
-    out
 }
 
 fn section_of<'a>(rule: &Rule, fact: &'a str) -> &'a str {

@@ -70,6 +70,12 @@ impl SymptomIndex {
         );
         // Traceback frames name the interpreter that ran (its site-packages).
         alt.push(r#"(?:File "/[^"]*-packages/)"#.into());
+        // The log reader's event families (their group names dropped: one alternation).
+        let unnamed =
+            regex::Regex::new(r"\(\?P<\w+>").unwrap_or_else(|e| unreachable!("fixed: {e}"));
+        for p in super::logfacts::patterns() {
+            alt.push(format!("(?:{})", unnamed.replace_all(p, "(?:")));
+        }
         let screen = RegexBuilder::new(&alt.join("|"))
             .unicode(false)
             .multi_line(true)
@@ -135,23 +141,30 @@ pub struct Event {
     /// The line, without ANSI colour, timestamp and logger prefix.
     pub text: String,
     /// The exception type, for a Python exception line (`_pickle.UnpicklingError`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exception: Option<String>,
     /// The exception's message.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The shared library the line names (`libcusolver.so.10`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
     /// The symbol it names (`__nvJitLinkComplete_12_4`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub symbol: Option<String>,
     /// The TensorFlow op it names.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<String>,
     /// Version strings it names (`GLIBCXX_3.4.30`, `2.6`, `8.9.2`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub versions: Vec<String>,
+    /// The kind of event the log reader recognised on the line (`oom`, `missing-object`, …;
+    /// see `log.events[]` in the rule language).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The values it read (`soname`, `held_elsewhere_gib`, `compute_capability`, …).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub values: serde_json::Map<String, serde_json::Value>,
     /// Whether some rule's symptom matched the line.
     pub matched: bool,
 }

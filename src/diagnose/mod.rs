@@ -3,12 +3,18 @@
 //!
 //! - [`reader`]: the log, streamed line by line with bounded memory (ANSI, `\r`, encodings);
 //! - [`matcher`]: every rule's symptoms in one regex set, and error events read from lines;
-//! - [`confirm`]: a candidate rule against the snapshot → confirmed / plausible / ruled out;
+//! - [`logfacts`]: the log as facts (`log.*`: events of known kinds with their values), laid
+//!   over the snapshot (it fills what the snapshot lacks, and wins for GPU memory);
+//! - [`confirm`]: a candidate rule against the facts → confirmed / plausible / ruled out
+//!   (three-valued: a missing or unorderable fact is never a contradiction);
+//! - [`explain`]: what the facts say about each recognised event no rule explains;
 //! - [`render`]: text, Markdown and JSON (`schema/diagnose.schema.json`);
 //! - [`cli`]: the two subcommands (`run` tees the command's output and diagnoses it on failure).
 
 pub mod cli;
 pub mod confirm;
+pub mod explain;
+pub mod logfacts;
 pub mod matcher;
 pub mod reader;
 pub mod render;
@@ -28,10 +34,16 @@ const LINES_PER_RULE: usize = 10;
 /// Events kept (the latest).
 const MAX_EVENTS: usize = 100;
 
+/// Version of the `diagnose` JSON format ([`Report::format_version`]): 2 added `explanations`,
+/// events' `kind` and `values`, and `format_version` itself.
+pub const FORMAT_VERSION: u32 = 2;
+
 /// The JSON `envdoctor diagnose --format json` prints.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[schemars(title = "envdoctor diagnose report")]
 pub struct Report {
+    /// Version of this format ([`FORMAT_VERSION`]).
+    pub format_version: u32,
     /// The envdoctor that wrote it.
     pub envdoctor_version: String,
     /// The log read (a path, `-` for stdin, or the command for `run`).
@@ -48,6 +60,8 @@ pub struct Report {
     pub diagnoses: Vec<Diagnosis>,
     /// When no symptom matched: the rules nearest to the log's error lines by text similarity.
     pub nearest: Vec<Nearest>,
+    /// What the facts say about each recognised event that no candidate explains.
+    pub explanations: Vec<explain::Explanation>,
 }
 
 /// One candidate rule.
@@ -124,6 +138,16 @@ pub struct Scan {
     matches: HashMap<usize, RuleMatch>,
     /// The site-packages directories traceback frames name (the interpreter that ran).
     sites: BTreeSet<String>,
+    /// The log as facts.
+    pub log: logfacts::LogFacts,
+}
+
+impl Scan {
+    /// Whether facts are worth gathering: a rule is a candidate, or the log holds an event the
+    /// facts can explain.
+    pub fn needs_facts(&self) -> bool {
+        !self.matches.is_empty() || !self.log.events.is_empty()
+    }
 }
 
 /// Read `log` and match every line against the symptoms in `index`.
@@ -131,6 +155,7 @@ pub fn scan<R: Read>(log: R, index: &SymptomIndex) -> Result<Scan, reader::ReadE
     let mut events: VecDeque<Event> = VecDeque::new();
     let mut matches: HashMap<usize, RuleMatch> = HashMap::new();
     let mut sites: BTreeSet<String> = BTreeSet::new();
+    let mut log_facts = logfacts::LogFacts::default();
     let stats = reader::for_each_candidate(log, Some(index.screen_regex()), |no, line| {
         if !index.screen(line) {
             return;
@@ -142,8 +167,14 @@ pub fn scan<R: Read>(log: R, index: &SymptomIndex) -> Result<Scan, reader::ReadE
                 sites.insert(site.to_string());
             }
         }
-        let ev = matcher::event(no, &text, !hits.is_empty());
-        if hits.is_empty() && ev.exception.is_none() {
+        let before = log_facts.events.len();
+        log_facts.read(no, &text);
+        let mut ev = matcher::event(no, &text, !hits.is_empty());
+        if let Some(le) = log_facts.events.get(before) {
+            ev.kind = Some(le.kind.to_string());
+            ev.values = le.values.clone();
+        }
+        if hits.is_empty() && ev.exception.is_none() && ev.kind.is_none() {
             return;
         }
         for h in &hits {
@@ -179,10 +210,12 @@ pub fn scan<R: Read>(log: R, index: &SymptomIndex) -> Result<Scan, reader::ReadE
         events,
         matches,
         sites,
+        log: log_facts,
     })
 }
 
-/// Confirm every candidate of `scan` against `facts` (a snapshot as JSON) and rank them.
+/// Confirm every candidate of `scan` against `facts` (a snapshot as JSON, with the log's facts
+/// laid over it) and rank them.
 pub fn diagnose(
     scan: Scan,
     rules: &[Rule],
@@ -190,12 +223,51 @@ pub fn diagnose(
     source: &str,
     facts_from: &str,
 ) -> Report {
-    let mut diagnoses = Vec::new();
+    let mut facts = facts.clone();
+    let mut notes = logfacts::overlay(&mut facts, &scan.log);
     let sites: Vec<String> = scan.sites.iter().cloned().collect();
-    for (ri, m) in scan.matches {
+    let diagnoses = candidates(scan.matches, rules, &facts, &sites);
+    let events: Vec<Event> = scan.events.into_iter().collect();
+    let explained: Vec<u64> = diagnoses
+        .iter()
+        .filter(|d| d.verdict != Verdict::RuledOut)
+        .flat_map(|d| d.matched_lines.iter().map(|l| l.line))
+        .collect();
+    let explanations = explain::explain(&scan.log, &facts, &explained);
+    // Rules "near by text" only when nothing else is known about the log.
+    let nearest = if diagnoses.is_empty() && explanations.is_empty() {
+        nearest(rules, &events, &scan.stats.tail)
+    } else {
+        Vec::new()
+    };
+    notes.extend(input_notes(&scan.stats));
+    Report {
+        format_version: FORMAT_VERSION,
+        envdoctor_version: env!("CARGO_PKG_VERSION").to_string(),
+        source: source.to_string(),
+        facts_from: facts_from.to_string(),
+        lines_read: scan.stats.lines,
+        notes,
+        events,
+        diagnoses,
+        nearest,
+        explanations,
+    }
+}
+
+/// Each matched rule confirmed against `facts`, best first: verdict, then the best symptom's
+/// specificity, then severity, then how many distinct symptoms matched.
+fn candidates(
+    matches: HashMap<usize, RuleMatch>,
+    rules: &[Rule],
+    facts: &Value,
+    sites: &[String],
+) -> Vec<Diagnosis> {
+    let mut diagnoses = Vec::new();
+    for (ri, m) in matches {
         let rule = &rules[ri];
         let names: Vec<String> = m.names.iter().cloned().collect();
-        let out = confirm::confirm(rule, facts, &names, &sites);
+        let out = confirm::confirm(rule, facts, &names, sites);
         let sev = match rule.severity {
             Severity::Error => 2,
             Severity::Warning => 1,
@@ -225,14 +297,12 @@ pub fn diagnose(
         });
     }
     diagnoses.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.rule.cmp(&b.rule)));
-    let events: Vec<Event> = scan.events.into_iter().collect();
-    let nearest = if diagnoses.is_empty() {
-        nearest(rules, &events, &scan.stats.tail)
-    } else {
-        Vec::new()
-    };
+    diagnoses
+}
+
+/// Remarks on the input: empty, not UTF-8, lines cut.
+fn input_notes(st: &reader::Stats) -> Vec<String> {
     let mut notes = Vec::new();
-    let st = &scan.stats;
     if st.lines == 0 {
         notes.push("the log is empty".to_string());
     }
@@ -249,16 +319,7 @@ pub fn diagnose(
             reader::MAX_LINE / 1024
         ));
     }
-    Report {
-        envdoctor_version: env!("CARGO_PKG_VERSION").to_string(),
-        source: source.to_string(),
-        facts_from: facts_from.to_string(),
-        lines_read: st.lines,
-        notes,
-        events,
-        diagnoses,
-        nearest,
-    }
+    notes
 }
 
 /// The three rules whose text (title, what it looks like, symptoms) is nearest to the log's
@@ -326,6 +387,127 @@ pub fn json_schema() -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::confirm::Verdict;
+    use super::*;
+    use serde_json::json;
+
+    fn shipped() -> crate::rules::RuleSet {
+        crate::rules::RuleSet::shipped_with(&[]).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    fn run(log: &str, facts: &Value) -> Report {
+        let set = shipped();
+        let index = SymptomIndex::new(set.rules());
+        let scan = scan(log.as_bytes(), &index).unwrap_or_else(|e| panic!("{e:?}"));
+        diagnose(scan, set.rules(), facts, "test", "test")
+    }
+
+    fn verdict<'a>(r: &'a Report, rule: &str) -> &'a Diagnosis {
+        r.diagnoses
+            .iter()
+            .find(|d| d.rule == rule)
+            .unwrap_or_else(|| panic!("{rule} not a candidate: {:#?}", r.diagnoses))
+    }
+
+    const SM120: &str = "/v/lib/python3.11/site-packages/torch/cuda/__init__.py:287: UserWarning:\nNVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.\nThe current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.\nRuntimeError: CUDA error: no kernel image is available for execution on the device\n";
+
+    #[test]
+    fn an_absent_arch_list_is_not_a_contradiction_and_the_log_supplies_it() {
+        // The example: torch known, its compiled architectures absent (--no-load).
+        let torch = json!({"frameworks": [{"python": "/v/bin/python", "name": "torch", "version": "2.6.0+cu126", "location": "/v/torch", "wants": []}]});
+        let r = run(SM120, &torch);
+        let d = verdict(&r, "gpu-arch-not-in-framework-build");
+        // The log's GPU (sm_120) and the arch list torch printed decide it.
+        assert_eq!(d.verdict, Verdict::Confirmed, "{d:#?}");
+        assert!(d.message.contains("12.0"), "{}", d.message);
+        // Without the arch list in the log: the missing fact is named, not held against it.
+        let short = SM120.lines().take(2).collect::<Vec<_>>().join("\n");
+        let r = run(&short, &torch);
+        let d = verdict(&r, "gpu-arch-not-in-framework-build");
+        assert_eq!(d.verdict, Verdict::Plausible, "{d:#?}");
+        assert!(
+            d.missing_facts
+                .iter()
+                .any(|m| m.fact.ends_with("compute_capabilities")),
+            "{d:#?}"
+        );
+        assert!(d.missing_facts[0].how.contains("--no-load"), "{d:#?}");
+        // A present arch list that includes sm_120 does contradict it.
+        let mut built = torch.clone();
+        built["frameworks"][0]["compute_capabilities"] = json!(["sm_90", "sm_100", "sm_120"]);
+        let r = run(&short, &built);
+        let d = verdict(&r, "gpu-arch-not-in-framework-build");
+        assert_eq!(d.verdict, Verdict::RuledOut, "{d:#?}");
+        assert!(d.message.contains("compute_capabilities"), "{}", d.message);
+    }
+
+    #[test]
+    fn an_absent_load_result_is_plausible_not_ruled_out() {
+        let log = "OSError: /v/lib/libcusparse.so.12: wrong ELF class: ELFCLASS32\n";
+        let lib = json!({"libraries": [{"soname": "libcusparse.so.12", "requester": "/x.so", "resolves": true, "wanted_by": ["torch 2.5.1"]}]});
+        let r = run(log, &lib);
+        let d = verdict(&r, "library-load-fails");
+        assert_eq!(d.verdict, Verdict::Plausible, "{d:#?}");
+        assert!(
+            d.missing_facts.iter().any(|m| m.fact.contains(".load")),
+            "{d:#?}"
+        );
+        let mut loaded = lib.clone();
+        loaded["libraries"][0]["load"] = json!({"status": "ok"});
+        let r = run(log, &loaded);
+        assert_eq!(verdict(&r, "library-load-fails").verdict, Verdict::RuledOut);
+    }
+
+    #[test]
+    fn a_version_a_specifier_cannot_order_is_plausible_and_named() {
+        let r = crate::rules::compile::Compiler::new(
+            "t.yaml",
+            "rules:\n  - id: t\n    title: t\n    severity: error\n    scope: interpreter\n    when: {fact: python.package.torch.version, pep440: \">=2.6\"}\n    message: m\n    fix: f\n",
+        )
+        .compile_file(false)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .remove(0);
+        let facts = |v: &str| json!({"pythons": [{"path": "/v/bin/python", "packages": [{"name": "torch", "version": v, "location": "/s"}]}]});
+        // A nightly written by a conda build string: no PEP 440 version to order.
+        let o = confirm::confirm(&r, &facts("2.9.0.dev20250801 py3.12_cuda12.8_0"), &[], &[]);
+        assert_eq!(o.verdict, Verdict::Plausible, "{o:?}");
+        assert!(o.message.contains("cannot be ordered"), "{}", o.message);
+        assert!(o.missing[0].how.contains("nightly"), "{:?}", o.missing);
+        let o = confirm::confirm(&r, &facts("2.4.1"), &[], &[]);
+        assert_eq!(o.verdict, Verdict::RuledOut, "{o:?}");
+        let o = confirm::confirm(&r, &facts("2.9.0.dev20250801+cu128"), &[], &[]);
+        assert_eq!(o.verdict, Verdict::Confirmed, "{o:?}");
+    }
+
+    #[test]
+    fn the_oom_figures_confirm_memory_held_elsewhere_over_a_later_snapshot() {
+        let log = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 10.76 GiB total capacity; 2.42 GiB already allocated; 26.12 MiB free; 2.75 GiB reserved in total by PyTorch)\n";
+        // Taken after the failure: the GPU is free again, nobody holds it.
+        let later = json!({"collected_at": "2099-01-01T00:00:00Z", "gpus": [{"index": 0, "name": "GeForce RTX 2080 Ti", "visible": true, "memory_total_mib": 11019,
+            "live": {"memory_used_mib": 5, "memory_free_mib": 11014, "memory_used_percent": 0.1, "processes": []}}]});
+        let r = run(log, &later);
+        let d = verdict(&r, "gpu-memory-held-by-other-process");
+        assert_eq!(d.verdict, Verdict::Confirmed, "{d:#?}");
+        assert!(
+            r.notes.iter().any(|n| n.contains("taken from the log")),
+            "{:?}",
+            r.notes
+        );
+        assert!(r
+            .events
+            .iter()
+            .any(|e| e.values.get("held_elsewhere_gib") == Some(&json!(7.98))));
+    }
+
+    #[test]
+    fn the_json_carries_its_format_version_and_explanations() {
+        let r = run("ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory\n", &json!({}));
+        let v = serde_json::to_value(&r).unwrap_or_default();
+        assert_eq!(v["format_version"], json!(FORMAT_VERSION));
+        assert_eq!(v["events"][0]["kind"], "missing-object");
+        assert_eq!(v["events"][0]["values"]["soname"], "libcudnn.so.9");
+    }
+
     #[test]
     fn the_checked_in_diagnose_schema_is_current() {
         crate::schema::assert_current("diagnose.schema.json", &super::json_schema());

@@ -3,6 +3,7 @@
 
 use super::confirm::Verdict;
 use super::{Diagnosis, Report};
+use crate::report::layout::Layout;
 use crate::report::style::Style;
 
 /// Pretty JSON with a trailing newline.
@@ -27,66 +28,121 @@ fn headline(r: &Report) -> String {
     )
 }
 
-/// For a person.
-pub fn text(r: &Report, st: &Style) -> String {
-    let mut s = headline(r);
+/// Lines of `text` after `first`, continued under `rest`, at the layout's width.
+fn para(s: &mut String, lay: &Layout, first: &str, rest: &str, text: &str) {
+    for l in lay.wrap(first, rest, text) {
+        s.push_str(&l);
+        s.push('\n');
+    }
+}
+
+/// For a person, wrapped like `check` (`lay`'s width; never inside a word or a path).
+pub fn text(r: &Report, st: &Style, lay: &Layout) -> String {
+    let mut s = String::new();
+    para(&mut s, lay, "", "  ", headline(r).trim_end());
     for n in &r.notes {
-        s.push_str(&format!("note: {n}\n"));
+        para(&mut s, lay, "note: ", "      ", n);
     }
     s.push('\n');
     let Some(top) = r.diagnoses.first() else {
         s.push_str("No known failure matches this log.\n");
+        explanations(&mut s, r, lay);
         if !r.nearest.is_empty() {
             s.push_str("Nearest rules by text (see `envdoctor explain ID`):\n");
             for n in &r.nearest {
-                s.push_str(&format!(
-                    "  {}  {} ({:.2})\n",
-                    n.rule, n.title, n.similarity
-                ));
+                let t = format!("{}  {} ({:.2})", n.rule, n.title, n.similarity);
+                para(&mut s, lay, "  ", "    ", &t);
             }
         }
         return s;
     };
     if top.verdict == Verdict::RuledOut {
-        s.push_str(
+        para(
+            &mut s,
+            lay,
+            "",
+            "",
             "Every candidate is ruled out by these facts. If the job ran on another machine, \
-             diagnose with --from a snapshot taken there.\n\n",
+             diagnose with --from a snapshot taken there.",
         );
+        s.push('\n');
     }
+    top_diagnosis(&mut s, top, st, lay);
+    if r.diagnoses.len() > 1 {
+        s.push_str("\nOther candidates:\n");
+        for d in &r.diagnoses[1..] {
+            para(&mut s, lay, "  ", "      ", &one_line(d));
+        }
+    }
+    explanations(&mut s, r, lay);
+    s
+}
+
+fn top_diagnosis(s: &mut String, top: &Diagnosis, st: &Style, lay: &Layout) {
     let tag = match top.verdict {
         Verdict::Confirmed => st.error(label(top.verdict)),
         Verdict::Plausible => st.warning(label(top.verdict)),
         Verdict::RuledOut => st.dim(label(top.verdict)),
     };
-    s.push_str(&format!("{tag}  {}  {}\n", st.bold(&top.rule), top.title));
-    if let Some(subj) = &top.subject {
-        s.push_str(&format!("  for {subj}\n"));
+    // The tag and the id are never split; colour codes do not count towards the width.
+    let head = format!("{}  {}  ", label(top.verdict), top.rule);
+    let indent = " ".repeat(head.chars().count().min(20));
+    let lines = lay.wrap(&head, &indent, &top.title);
+    for (i, l) in lines.iter().enumerate() {
+        if i == 0 {
+            let rest = l.strip_prefix(&head).unwrap_or(l);
+            s.push_str(&format!("{tag}  {}  {rest}\n", st.bold(&top.rule)));
+        } else {
+            s.push_str(l);
+            s.push('\n');
+        }
     }
-    s.push_str(&format!("  {}\n", top.message));
+    if let Some(subj) = &top.subject {
+        para(s, lay, "  for ", "      ", subj);
+    }
+    para(s, lay, "  ", "  ", &top.message);
     if !top.evidence.is_empty() {
         s.push_str("  evidence:\n");
         for e in top.evidence.iter().take(8) {
-            s.push_str(&format!("    {} = {}\n", e.path, value(&e.value)));
+            para(
+                s,
+                lay,
+                "    ",
+                "      ",
+                &format!("{} = {}", e.path, value(&e.value)),
+            );
         }
     }
     for m in &top.missing_facts {
-        s.push_str(&format!("  missing fact: {} ({})\n", m.fact, m.how));
+        para(
+            s,
+            lay,
+            "  missing fact: ",
+            "    ",
+            &format!("{} ({})", m.fact, m.how),
+        );
     }
-    s.push_str(&format!("  fix: {}\n", top.fix.trim()));
+    para(s, lay, "  fix: ", "    ", top.fix.trim());
     if let Some(r) = top.references.first() {
-        s.push_str(&format!("  see: {r}\n"));
+        para(s, lay, "  see: ", "    ", r);
     }
     s.push_str("  matched log lines:\n");
     for l in &top.matched_lines {
-        s.push_str(&format!("    {:>6}: {}\n", l.line, clip(&l.text, 160)));
+        let first = format!("    {:>6}: ", l.line);
+        para(s, lay, &first, "            ", &clip(&l.text, 300));
     }
-    if r.diagnoses.len() > 1 {
-        s.push_str("\nOther candidates:\n");
-        for d in &r.diagnoses[1..] {
-            s.push_str(&format!("  {}\n", one_line(d)));
-        }
+}
+
+/// What the facts say about the events no candidate explains.
+fn explanations(s: &mut String, r: &Report, lay: &Layout) {
+    if r.explanations.is_empty() {
+        return;
     }
-    s
+    s.push_str("\nWhat the facts say about the other errors in the log:\n");
+    for x in &r.explanations {
+        let first = format!("  line {} ({}): ", x.line, x.kind);
+        para(s, lay, &first, "    ", &x.summary);
+    }
 }
 
 fn one_line(d: &Diagnosis) -> String {
@@ -106,7 +162,7 @@ fn one_line(d: &Diagnosis) -> String {
         label(d.verdict).to_lowercase(),
         d.rule,
         d.matched_lines.last().map(|l| l.line).unwrap_or(0),
-        clip(&why, 160)
+        clip(&why, 300)
     )
 }
 
@@ -136,6 +192,15 @@ pub fn markdown(r: &Report) -> String {
     ));
     for n in &r.notes {
         s.push_str(&format!("> note: {n}\n\n"));
+    }
+    for x in &r.explanations {
+        s.push_str(&format!(
+            "- line {} (`{}`): {}\n",
+            x.line, x.kind, x.summary
+        ));
+    }
+    if !r.explanations.is_empty() {
+        s.push('\n');
     }
     if r.diagnoses.is_empty() {
         s.push_str("No known failure matches this log.\n\n");

@@ -280,7 +280,22 @@ pub const SECTIONS: &[&str] = &[
     "lock_drift",
     "probe_errors",
     "expect",
+    "log",
 ];
+
+/// Test facts without their `log` section (free-form: what `diagnose` reads from a log).
+fn without_log(facts: &Value) -> std::borrow::Cow<'_, Value> {
+    match facts.get("log") {
+        Some(_) => {
+            let mut f = facts.clone();
+            if let Value::Object(m) = &mut f {
+                m.remove("log");
+            }
+            std::borrow::Cow::Owned(f)
+        }
+        None => std::borrow::Cow::Borrowed(facts),
+    }
+}
 
 /// Compiles the rules of one file.
 pub struct Compiler<'a> {
@@ -491,9 +506,9 @@ impl<'a> Compiler<'a> {
                 tloc,
                 format!("rule `{id}`, test `{}`: facts must be a map", t.name),
             );
-        } else if let Err(e) = self
-            .walker
-            .check_value(self.walker.top(), &t.facts, "facts")
+        } else if let Err(e) =
+            self.walker
+                .check_value(self.walker.top(), &without_log(&t.facts), "facts")
         {
             self.err(tloc, format!("rule `{id}`, test `{}`: {e}", t.name));
         }
@@ -568,6 +583,10 @@ impl<'a> Compiler<'a> {
         }
         let start = if let Some((_, node)) = vars.iter().rev().find(|(v, _)| *v == path.var) {
             *node
+        } else if path.var == "log" {
+            // What `diagnose` read from the log: free-form (kinds and values are documented in
+            // docs/rule-language.md, "Log facts"), not a snapshot section.
+            None
         } else if SECTIONS.contains(&path.var.as_str()) {
             self.walker
                 .field(self.walker.top(), &path.var)

@@ -14,6 +14,9 @@ use std::rc::Rc;
 use std::str::FromStr;
 use std::time::Instant;
 
+mod tri;
+pub use tri::{judge, Judgement, Tri, Why};
+
 /// One fact that made a rule fire.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
