@@ -121,6 +121,7 @@ fn table_names_shipped_rules_and_reports() {
     validate(&m);
     let shipped = shipped_rules();
     let mut named: Vec<&String> = m.expect_gpu_rules.iter().collect();
+    named.extend(m.machine_later.values().flatten().map(|l| &l.rule));
     for p in &m.perturbations {
         named.extend(p.cause.iter().flat_map(|c| c.rules.iter()));
         named.extend(p.later.iter().map(|l| &l.rule));
@@ -458,7 +459,7 @@ fn write_corpus(ran: &[Ran]) {
             "rule": rule,
             "rule_confirmed_by_check": confirmed.is_some(),
             "rules": cause.as_ref().map(|c| c.rules.clone()).unwrap_or_default(),
-            "library": cause.as_ref().and_then(|c| c.names.clone()),
+            "library": cause.as_ref().map(|c| c.names.clone()).unwrap_or_default(),
             "status": r.outcome.status,
         });
         std::fs::write(dir.join(format!("{name}.log")), log).unwrap();

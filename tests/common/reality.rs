@@ -26,6 +26,9 @@ use std::time::Duration;
 pub struct Matrix {
     pub frameworks: Vec<Framework>,
     pub expect_gpu_rules: Vec<String>,
+    /// Warnings any cell of a machine may give (machine name → what breaks later there).
+    #[serde(default)]
+    pub machine_later: BTreeMap<String, Vec<Later>>,
     pub perturbations: Vec<Perturbation>,
 }
 
@@ -57,9 +60,9 @@ pub enum Place {
 #[serde(deny_unknown_fields)]
 pub struct Cause {
     pub rules: Vec<String>,
-    /// What the error's subject or message must contain (a soname or its stem).
+    /// What the error's subject or message must contain (any of: a soname, its stem, the wheel).
     #[serde(default)]
-    pub names: Option<String>,
+    pub names: Vec<String>,
 }
 
 #[derive(Deserialize, Debug, Clone)]
@@ -262,6 +265,34 @@ pub fn venv_for(
     }
     io(&done, std::fs::write(&done, &key))?;
     Ok((dir.clone(), format!("{}|{key}", dir.display())))
+}
+
+/// A copied venv's scripts (`bin/pip`'s shebang, `activate`) name the venv they were made in:
+/// point them at the copy, as a venv made there would. Each such file is unlinked and written
+/// anew (it is a hard link shared with the cached venv, whose copy must stay as it is).
+fn relocate(base: &Path, copy: &Path) -> Result<(), String> {
+    let (from, to) = (
+        base.to_string_lossy().into_owned(),
+        copy.to_string_lossy().into_owned(),
+    );
+    let bin = copy.join("bin");
+    for e in io(&bin, std::fs::read_dir(&bin))?.flatten() {
+        let path = e.path();
+        if path.is_symlink() || !path.is_file() {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if !text.contains(&from) {
+            continue;
+        }
+        let mode = io(&path, std::fs::metadata(&path))?.permissions();
+        io(&path, std::fs::remove_file(&path))?;
+        io(&path, std::fs::write(&path, text.replace(&from, &to)))?;
+        io(&path, std::fs::set_permissions(&path, mode))?;
+    }
+    Ok(())
 }
 
 /// The `libcuda.so.1` stand-in of `frameworks_gpu_box.rs` (initialises, reports CUDA 13.0),
@@ -603,7 +634,26 @@ pub struct CheckRun {
     pub stderr: String,
 }
 
-/// `envdoctor check --format json` on the cell (the fake NVML on the GPU box).
+/// The identity of a file (size and modification time), for cache keys.
+fn file_id(p: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p)
+        .map(|m| {
+            format!(
+                "{} {} {}.{}",
+                p.display(),
+                m.len(),
+                m.mtime(),
+                m.mtime_nsec()
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// `envdoctor check --format json` on the cell (the fake NVML on the GPU box). Its output is
+/// kept under `checks/`, keyed by the envdoctor executable's identity and everything the real
+/// outcome depends on, so a run with the same binary on the same cell only judges again; any
+/// rebuild of envdoctor runs every check afresh.
 pub fn check(c: &Cell, expect_gpu: bool, nvml: Option<&Path>) -> CheckRun {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_envdoctor"));
     let mut cmd = c.command(&bin);
@@ -614,21 +664,56 @@ pub fn check(c: &Cell, expect_gpu: bool, nvml: Option<&Path>) -> CheckRun {
         "--deadline",
         "60",
     ]);
+    let mut args = vec![];
     if expect_gpu {
-        cmd.arg("--expect-gpu");
+        args.push("--expect-gpu");
     }
     // The load cache keys on loader variables and library files, not on what Python's own
     // preload reads (sys.path: the working directory, PYTHONPATH, the user site).
     if matches!(c.p.place, Place::Cwd | Place::Pythonpath | Place::UserSite) {
-        cmd.arg("--no-load-cache");
+        args.push("--no-load-cache");
     }
+    cmd.args(&args);
+    let nvml_src = crate::common::machine::repo("tests/fake_nvml/fake_nvml.c");
     if c.machine == Machine::GpuBox {
         cmd.env("FAKE_NVML_SCENARIO", "idle");
         if let Some(n) = nvml {
             cmd.arg("--nvml-lib").arg(n);
         }
     }
-    let (exit, stdout, stderr) = run_timeout(&mut cmd, Duration::from_secs(300));
+    let key = format!(
+        "check v1\nexe: {}\npip: {}\nargs: {args:?}\nnvml: {}\n{}",
+        file_id(&bin),
+        file_id(&c.venv.join("bin/pip")),
+        std::fs::read_to_string(&nvml_src)
+            .map(|s| fnv(&s))
+            .unwrap_or(0),
+        outcome_key(c)
+    );
+    let file = root()
+        .join("checks")
+        .join(format!("{:016x}.json", fnv(&key)));
+    let cached = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .filter(|v| v["key"] == key.as_str());
+    let (exit, stdout, stderr) = match cached {
+        Some(v) => (
+            v["exit"].as_str().unwrap_or("").to_string(),
+            v["stdout"].as_str().unwrap_or("").to_string(),
+            v["stderr"].as_str().unwrap_or("").to_string(),
+        ),
+        None => {
+            let (exit, stdout, stderr) = run_timeout(&mut cmd, Duration::from_secs(300));
+            let _ = std::fs::create_dir_all(file.parent().unwrap());
+            let v = serde_json::json!({"key": key, "exit": exit, "stdout": stdout, "stderr": tail(&stderr, 4000)});
+            let tmp = file.with_extension("tmp");
+            if std::fs::write(&tmp, v.to_string()).is_ok() {
+                let _ = std::fs::rename(&tmp, &file);
+            }
+            (exit, stdout, stderr)
+        }
+    };
     let findings = serde_json::from_str::<Value>(&stdout)
         .ok()
         .and_then(|v| v["findings"].as_array().cloned())
@@ -684,10 +769,8 @@ pub fn judge(m: &Matrix, c: &Cell, o: &Outcome, expect_gpu: bool, run: &CheckRun
     let names_cause = |f: &Finding| {
         c.p.cause.as_ref().is_some_and(|cause| {
             cause.rules.contains(&f.rule)
-                && cause
-                    .names
-                    .as_ref()
-                    .is_none_or(|n| f.text().contains(n.as_str()))
+                && (cause.names.is_empty()
+                    || cause.names.iter().any(|n| f.text().contains(n.as_str())))
         })
     };
     let gpu_statement = |f: &Finding| {
@@ -717,14 +800,15 @@ pub fn judge(m: &Matrix, c: &Cell, o: &Outcome, expect_gpu: bool, run: &CheckRun
             reasons
                 .push("the import works, yet an error names the perturbation as its cause".into());
         }
-        if gpu_errors != want_gpu_errors {
-            reasons.push(format!(
-                "{gpu_errors} error(s) saying no GPU can be used, want {want_gpu_errors}{}",
-                if expect_gpu { " (--expect-gpu)" } else { "" }
-            ));
-        }
         for w in run.findings.iter().filter(|f| f.severity == "warning") {
-            if !c.p.later.iter().any(|l| l.rule == w.rule) {
+            let machine_later = m.machine_later.get(c.machine.name()).into_iter().flatten();
+            if !c
+                .p
+                .later
+                .iter()
+                .chain(machine_later)
+                .any(|l| l.rule == w.rule)
+            {
                 reasons.push(format!(
                     "warning for nothing the table says breaks later: {}",
                     w.short()
@@ -736,10 +820,20 @@ pub fn judge(m: &Matrix, c: &Cell, o: &Outcome, expect_gpu: bool, run: &CheckRun
             Some(cause) => format!(
                 "the import breaks; no error names the cause ({} naming {})",
                 cause.rules.join("|"),
-                cause.names.as_deref().unwrap_or("-")
+                if cause.names.is_empty() {
+                    "-".to_string()
+                } else {
+                    cause.names.join("|")
+                }
             ),
             None => "the import breaks; the table names no cause for this perturbation".into(),
         });
+    }
+    if gpu_errors != want_gpu_errors {
+        reasons.push(format!(
+            "{gpu_errors} error(s) saying no GPU can be used, want {want_gpu_errors}{}",
+            if expect_gpu { " (--expect-gpu)" } else { "" }
+        ));
     }
     for e in other {
         reasons.push(format!("error naming something else: {e}"));
@@ -750,21 +844,22 @@ pub fn judge(m: &Matrix, c: &Cell, o: &Outcome, expect_gpu: bool, run: &CheckRun
     }
 }
 
-/// The first line of the real stderr that says why the import broke.
+/// The line of the real stderr that says why the import broke: the last line with the most
+/// telling marker (a loader error before a Python exception before anything else).
 pub fn why_broken(o: &Outcome) -> String {
     let keys = [
-        "Error",
-        "error:",
         "undefined symbol",
-        "cannot open",
+        "cannot open shared object",
+        "ImportError",
+        "OSError",
+        "RuntimeError",
+        "Error",
         "Aborted",
         "Segmentation",
     ];
-    let line = o
-        .stderr
-        .lines()
-        .rev()
-        .find(|l| keys.iter().any(|k| l.contains(k)))
+    let line = keys
+        .iter()
+        .find_map(|k| o.stderr.lines().rev().find(|l| l.contains(k)))
         .or_else(|| o.stderr.lines().rev().find(|l| !l.trim().is_empty()))
         .unwrap_or(&o.status);
     shorten_paths(line.trim(), 220)
