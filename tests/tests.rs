@@ -50,6 +50,7 @@ mod output_pypi;
 mod python_discovery;
 mod python_packages;
 mod python_requires;
+mod reality_matrix;
 mod robust_children;
 mod robust_cli;
 mod robust_fuzz;

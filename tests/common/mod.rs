@@ -1,7 +1,8 @@
 //! Helpers shared by the integration tests: `cli` runs the built envdoctor in a chosen
 //! environment, `cc` builds real libraries, `formats` holds what the output-format and deploy
 //! tests share, `fw` runs envdoctor on framework venvs and compares with the real loader,
-//! `machine` builds fake machines under a root, `pypi` caches real venvs and wheels from PyPI.
+//! `machine` builds fake machines under a root, `pypi` caches real venvs and wheels from PyPI,
+//! `reality` builds and judges the cells of the reality matrix.
 
 pub mod cc;
 pub mod cli;
@@ -9,3 +10,4 @@ pub mod formats;
 pub mod fw;
 pub mod machine;
 pub mod pypi;
+pub mod reality;
