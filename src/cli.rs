@@ -289,7 +289,7 @@ pub struct RulesListArgs {
     /// Also load rules from here (repeatable).
     #[arg(long = "rules", value_name = "DIR")]
     pub rules: Vec<PathBuf>,
-    /// Output format (text or json).
+    /// Output format (text, json or a Markdown table).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
@@ -654,7 +654,8 @@ fn rules_cmd(cmd: RulesCommand) -> Result<Exit, Error> {
             let set = RuleSet::shipped_with(&a.rules)?;
             out(&match a.format {
                 Format::Json => crate::report::rules::list_json(&set),
-                _ => crate::report::rules::list_text(&set),
+                Format::Markdown => crate::report::rules::list_markdown(&set),
+                Format::Text => crate::report::rules::list_text(&set),
             })?;
             Ok(Exit::Success)
         }

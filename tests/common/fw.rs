@@ -66,7 +66,7 @@ fn run(venv: &Path, cwd: &Path, extra: &[(&str, &str)], args: &[&str]) -> Value 
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    super::contract::auto(serde_json::from_slice(&out.stdout).unwrap())
 }
 
 /// The venv's `libraries[]`.
