@@ -88,11 +88,27 @@ pub fn list_markdown(set: &RuleSet) -> String {
     s
 }
 
-/// `rules list` as text: aligned columns, the count last.
-pub fn list_text(set: &RuleSet) -> String {
+/// `rules list` as text: aligned columns, the count last. On a terminal narrower than a row,
+/// each rule is its id, then severity, scope and title wrapped below it.
+pub fn list_text(set: &RuleSet, lay: &super::layout::Layout) -> String {
     let w = set.rules().iter().map(|r| r.id.len()).max().unwrap_or(0);
+    let widest = set
+        .rules()
+        .iter()
+        .map(|r| w + 2 + 7 + 2 + 11 + 2 + r.title.chars().count())
+        .max()
+        .unwrap_or(0);
+    let stacked = lay.width.is_some_and(|width| widest > width);
     let mut s = String::new();
     for r in set.rules() {
+        if stacked {
+            s.push_str(&format!("{}\n", r.id));
+            let text = format!("{} {}: {}", r.severity.as_str(), r.scope.as_str(), r.title);
+            for l in lay.wrap("    ", "    ", &text) {
+                s.push_str(&format!("{l}\n"));
+            }
+            continue;
+        }
         s.push_str(&format!(
             "{:<w$}  {:<7}  {:<11}  {}\n",
             r.id,
