@@ -411,7 +411,13 @@ pub fn run(cli: Cli) -> Result<Exit, Error> {
         Command::Snapshot(args) => snapshot(args),
         Command::Rules(cmd) => rules_cmd(cmd),
         Command::Explain(args) => explain(args),
-        Command::Compare(args) => crate::compare::cli::run(args, &cli.global),
+        Command::Compare(args) => crate::compare::cli::run(
+            args,
+            crate::report::compare::Detail {
+                quiet: cli.global.quiet,
+                verbose: cli.global.verbose,
+            },
+        ),
         Command::Diagnose(args) => crate::diagnose::cli::diagnose_cmd(args),
         Command::Run(args) => crate::diagnose::cli::run_cmd(args),
         Command::NvmlChild(args) => Ok(Exit::Passed(probe::gpu::child::run(args.lib.as_deref()))),
