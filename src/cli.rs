@@ -82,10 +82,11 @@ pub struct Cli {
 /// Options every command takes (before or after the subcommand).
 #[derive(Debug, Args, Clone, Default)]
 pub struct GlobalArgs {
-    /// Print only the verdict line (check's text output).
+    /// Print only the verdict line (check's and compare's text output).
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Also print every fact each rule looked at, for each subject (check's text output).
+    /// More detail: check, the facts the rules that fired looked at; compare, the
+    /// interpreters even when nothing differs.
     #[arg(short, long, global = true)]
     pub verbose: bool,
     /// When to colour: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb;
@@ -136,6 +137,16 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Probe and write an environment report to paste into a bug report (Markdown; --format
     /// json for tools): the summary, the findings and the facts a maintainer asks for.
+    #[command(
+        after_help = REPORT_EXAMPLES,
+        mut_arg("format", |a| a
+            .value_parser(clap::builder::TypedValueParser::map(
+                clap::builder::PossibleValuesParser::new(["markdown", "json"]),
+                |s| if s == "json" { CheckFormat::Json } else { CheckFormat::Markdown },
+            ))
+            .default_value("markdown")
+            .help("Output format: Markdown to paste into an issue, or JSON for tools"))
+    )]
     Report(CheckArgs),
     /// List, show, test and lint rules.
     #[command(subcommand)]
@@ -176,6 +187,51 @@ pub struct NvmlChildArgs {
     #[arg(long, value_name = "PATH")]
     pub lib: Option<PathBuf>,
 }
+
+/// The one man page, envdoctor(1): clap_mangen's sections, with the commands listed in it (clap_mangen
+/// would name an `envdoctor-check(1)` page per command, which nothing installs).
+fn man_page() -> std::io::Result<String> {
+    let cmd = command();
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut buf = Vec::new();
+    man.render_title(&mut buf)?;
+    man.render_name_section(&mut buf)?;
+    man.render_synopsis_section(&mut buf)?;
+    man.render_description_section(&mut buf)?;
+    man.render_options_section(&mut buf)?;
+    let roff = |s: &str| s.replace('\\', "\\e").replace('-', "\\-");
+    buf.extend_from_slice(b".SH COMMANDS\n");
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        let about = about.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+        let line = format!(
+            ".TP\n\\fBenvdoctor {}\\fR\n\\&{}\n",
+            roff(sub.get_name()),
+            roff(&about)
+        );
+        buf.extend_from_slice(line.as_bytes());
+    }
+    buf.extend_from_slice(
+        b".PP\nEach command's options and examples: \\fBenvdoctor\\fR \\fICOMMAND\\fR \\fB\\-\\-help\\fR.\n",
+    );
+    if cmd.get_after_help().is_some() || cmd.get_after_long_help().is_some() {
+        man.render_extra_section(&mut buf)?;
+    }
+    man.render_version_section(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// `envdoctor report --help`: its own examples and exit codes (not check's).
+const REPORT_EXAMPLES: &str = "\
+Examples:
+  envdoctor report > env.md                 paste into a bug report or pull request
+  envdoctor report --checkpoint runs/exp1   with a training directory's checkpoints
+  envdoctor report --format json            the same for tools (schema/report.schema.json)
+
+Exit codes: 0 the report was written (findings or not: it is a document, not a gate), 2
+envdoctor could not write it (bad arguments, a named file or directory that is not there,
+invalid rules). Secrets never appear: environment values come from an allowlist, and the
+hostname, user and process names are left out.";
 
 /// `envdoctor check`.
 #[derive(Debug, Args)]
@@ -289,7 +345,7 @@ pub struct RulesListArgs {
     /// Also load rules from here (repeatable).
     #[arg(long = "rules", value_name = "DIR")]
     pub rules: Vec<PathBuf>,
-    /// Output format (text or json).
+    /// Output format (text, json or a Markdown table).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
@@ -348,17 +404,20 @@ pub fn run(cli: Cli) -> Result<Exit, Error> {
             Ok(Exit::Success)
         }
         Command::Man => {
-            let mut buf = Vec::new();
-            clap_mangen::Man::new(command())
-                .render(&mut buf)
-                .map_err(|e| Error::other(format!("cannot render the man page: {e}")))?;
-            out(&String::from_utf8_lossy(&buf))?;
+            out(&man_page()
+                .map_err(|e| Error::other(format!("cannot render the man page: {e}")))?)?;
             Ok(Exit::Success)
         }
         Command::Snapshot(args) => snapshot(args),
         Command::Rules(cmd) => rules_cmd(cmd),
         Command::Explain(args) => explain(args),
-        Command::Compare(args) => crate::compare::cli::run(args),
+        Command::Compare(args) => crate::compare::cli::run(
+            args,
+            crate::report::compare::Detail {
+                quiet: cli.global.quiet,
+                verbose: cli.global.verbose,
+            },
+        ),
         Command::Diagnose(args) => crate::diagnose::cli::diagnose_cmd(args),
         Command::Run(args) => crate::diagnose::cli::run_cmd(args),
         Command::NvmlChild(args) => Ok(Exit::Passed(probe::gpu::child::run(args.lib.as_deref()))),
@@ -476,7 +535,7 @@ fn check_arguments(args: &CheckArgs, report: bool) -> Result<(), Error> {
         return Err(Error::input(
             "--rule-budget",
             format!(
-                "{} is not a number of seconds between 0 and 3600",
+                "must be more than 0 and at most 3600 seconds, not {}",
                 args.rule_budget
             ),
         ));
@@ -616,12 +675,20 @@ fn render_check(
                 return full;
             }
             let body = full.strip_suffix(&verdict).unwrap_or(&full);
-            let facts = crate::report::text::looked_at(
-                &rules.looked_at(snap),
-                rules.rules().len(),
-                &st,
-                &lay,
-            );
+            // Bounded by what the findings used: the rules that fired, for their subjects.
+            let used: Vec<_> = rules
+                .looked_at(snap)
+                .into_iter()
+                .filter(|(r, subject, _)| {
+                    found
+                        .iter()
+                        .any(|f| f.rule == r.id && (f.subject == *subject || subject.is_none()))
+                })
+                .collect();
+            if used.is_empty() {
+                return full;
+            }
+            let facts = crate::report::text::looked_at(&used, rules.rules().len(), &st, &lay);
             format!("{body}{facts}{verdict}")
         }
     }
@@ -654,13 +721,17 @@ fn rules_cmd(cmd: RulesCommand) -> Result<Exit, Error> {
             let set = RuleSet::shipped_with(&a.rules)?;
             out(&match a.format {
                 Format::Json => crate::report::rules::list_json(&set),
-                _ => crate::report::rules::list_text(&set),
+                Format::Markdown => crate::report::rules::list_markdown(&set),
+                Format::Text => crate::report::rules::list_text(
+                    &set,
+                    &Layout::new(crate::report::layout::stdout_width(), None, None),
+                ),
             })?;
             Ok(Exit::Success)
         }
         RulesCommand::Show(a) => {
             let set = RuleSet::shipped_with(&a.rules)?;
-            let r = set.get(&a.id).ok_or_else(|| unknown_rule(&a.id))?;
+            let r = set.get(&a.id).ok_or_else(|| unknown_rule(&set, &a.id))?;
             out(&format!(
                 "# {}:{}{}\n{}\n",
                 r.origin.file,
@@ -696,14 +767,19 @@ fn rules_cmd(cmd: RulesCommand) -> Result<Exit, Error> {
     }
 }
 
-fn unknown_rule(id: &str) -> Error {
-    Error::input(id, "no rule with this id").with_hint("`envdoctor rules list` shows them all")
+fn unknown_rule(set: &RuleSet, id: &str) -> Error {
+    let msg = match crate::rules::did_you_mean(id, set.rules().iter().map(|r| r.id.as_str())) {
+        Some(near) => format!("no rule with this id (did you mean `{near}`?)"),
+        None => "no rule with this id".to_string(),
+    };
+    Error::input(id, msg).with_hint("`envdoctor rules list` shows them all")
 }
 
 fn explain(a: ExplainArgs) -> Result<Exit, Error> {
     let set = RuleSet::shipped_with(&a.rules)?;
-    let r = set.get(&a.id).ok_or_else(|| unknown_rule(&a.id))?;
-    out(&crate::rules::explain::render(r))?;
+    let r = set.get(&a.id).ok_or_else(|| unknown_rule(&set, &a.id))?;
+    let lay = Layout::new(crate::report::layout::stdout_width(), None, None);
+    out(&lay.wrap_lines(&crate::rules::explain::render(r)))?;
     Ok(Exit::Success)
 }
 

@@ -177,10 +177,11 @@ impl Config {
         }
         for i in &self.ignore {
             if set.get(&i.value.rule).is_none() {
-                return Err(
-                    Error::input(&i.source, format!("ignore: no rule `{}`", i.value.rule))
-                        .with_hint("`envdoctor rules list` shows them all"),
-                );
+                return Err(Error::input(
+                    &i.source,
+                    format!("ignore: {}", set.no_rule(&i.value.rule)),
+                )
+                .with_hint("`envdoctor rules list` shows them all"));
             }
         }
         Ok(())

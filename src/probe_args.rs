@@ -52,7 +52,7 @@ impl ProbeArgs {
             return Err(Error::input(
                 "--deadline",
                 format!(
-                    "{} is not a number of seconds between 0 and 3600",
+                    "must be more than 0 and at most 3600 seconds, not {}",
                     self.deadline
                 ),
             ));

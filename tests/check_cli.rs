@@ -299,7 +299,7 @@ fn the_shipped_pack_lists_tests_and_lints_clean() {
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(v.as_array().unwrap().len() >= 17);
+    assert!(v["rules"].as_array().unwrap().len() >= 17);
 }
 
 #[test]
@@ -425,12 +425,15 @@ fn no_error_finding_on_a_venv_with_numpy_and_h5py() {
     std::fs::create_dir(&proj).unwrap();
     let venv = proj.join(".venv");
     let py = venv.join("bin/python");
-    let made = pypi::run(
-        std::process::Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv),
-    )
-    .and_then(|_| pypi::run(pypi::pip(&py).args(["install", "numpy", "h5py"])));
+    let made = pypi::off()
+        .and_then(|_| {
+            pypi::run(
+                std::process::Command::new("python3")
+                    .args(["-m", "venv"])
+                    .arg(&venv),
+            )
+        })
+        .and_then(|_| pypi::run(pypi::pip(&py).args(["install", "numpy", "h5py"])));
     if pypi::need("a venv with numpy and h5py", made).is_none() {
         return;
     }

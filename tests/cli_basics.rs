@@ -23,7 +23,65 @@ fn a_bad_deadline_is_exit_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--deadline"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Not "0 is not ... between 0 and 3600": the bound that 0 breaks.
+    assert!(
+        err.contains("--deadline: must be more than 0 and at most 3600 seconds, not 0"),
+        "{err}"
+    );
+    let out = cli::cmd()
+        .args(["check", "--rule-budget", "5000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--rule-budget: must be more than 0 and at most 3600 seconds, not 5000"),
+        "{err}"
+    );
+}
+
+/// A mistyped rule id or parameter gets the nearest name, and the parameters are listed as
+/// words, not Debug output.
+#[test]
+fn a_mistyped_rule_or_parameter_gets_a_did_you_mean() {
+    let run = |args: &[&str]| {
+        let out = cli::cmd().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(&["explain", "gpu-memory-held-by-other-proces"]);
+    assert!(
+        err.contains("did you mean `gpu-memory-held-by-other-process`?"),
+        "{err}"
+    );
+    let err = run(&["rules", "show", "gpu-memory-held"]);
+    assert!(
+        err.contains("did you mean `gpu-memory-held-by-other-process`?"),
+        "{err}"
+    );
+    let err = run(&[
+        "check",
+        "--no-load",
+        "--param",
+        "gpu-memory-held-by-other-process.treshold=50",
+    ]);
+    assert!(err.contains("did you mean `threshold`?"), "{err}");
+    assert!(err.contains("it has: threshold"), "{err}");
+    assert!(!err.contains("[\""), "Debug formatting: {err}");
+    let err = run(&[
+        "check",
+        "--no-load",
+        "--param",
+        "gpu-memory-held-by-other-proces.threshold=50",
+    ]);
+    assert!(
+        err.contains("no rule `gpu-memory-held-by-other-proces` (did you mean `gpu-memory-held-by-other-process`?)"),
+        "{err}"
+    );
+    // Nothing near: no guess.
+    let err = run(&["explain", "zzzz-qqqq"]);
+    assert!(!err.contains("did you mean"), "{err}");
 }
 
 #[test]

@@ -66,6 +66,7 @@ fn snapshot(venv: &Path, home: &Path, out: &Path) {
 type Lists = (BTreeMap<String, String>, BTreeMap<String, String>);
 
 fn build(dir: &Path) -> Result<Lists, String> {
+    crate::common::pypi::off()?;
     let venv = dir.join("venv");
     run(Std::new("python3").args(["-m", "venv"]).arg(&venv))?;
     let py = venv.join("bin/python");

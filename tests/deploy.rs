@@ -499,7 +499,10 @@ fn action_parses_its_steps_are_bash_and_the_check_step_annotates() {
     let Some(py) = validators() else { return };
     let action = &yaml_docs(&py, &repo().join("action.yml"))[0];
     assert_eq!(action["runs"]["using"], "composite");
-    assert_eq!(action["inputs"]["package"]["default"], "envdoctor-ml");
+    // No default package: a release tag of the action, or `version`/`wheel`/`package`.
+    for input in ["version", "wheel", "package"] {
+        assert_eq!(action["inputs"][input]["default"], "", "{input}");
+    }
     let steps = action["runs"]["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2);
     for step in steps {
@@ -567,6 +570,7 @@ fn deploy_scripts_and_action_steps_pass_shellcheck() {
         .collect();
     scripts.sort();
     assert_eq!(scripts.len(), 3, "{scripts:?}");
+    scripts.push(repo().join("action/install.sh"));
     let out = Command::new(&shellcheck).args(&scripts).output().unwrap();
     assert!(out.status.success(), "{:?}", text(&out));
     // The Action's run steps, as the bash GitHub runs them with.
@@ -594,4 +598,89 @@ fn deploy_scripts_and_action_steps_pass_shellcheck() {
             );
         }
     }
+}
+
+/// `action/install.sh` with `vars`, as the Action's install step runs it: (exit code, stdout,
+/// the venv directory).
+pub fn action_install(vars: &[(&str, &str)]) -> (i32, String, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = Command::new("bash");
+    c.arg(repo().join("action/install.sh"))
+        .arg(tmp.path().join("envdoctor-venv"))
+        .env_remove("ENVDOCTOR_WHEEL")
+        .env_remove("ENVDOCTOR_VERSION")
+        .env_remove("ENVDOCTOR_PACKAGE")
+        .env_remove("ENVDOCTOR_ACTION_REF");
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (out.status.code().unwrap_or(-1), text(&out).0, tmp)
+}
+
+/// The Action's inputs (read with serde-saphyr, no PyPI) reach its install script, and a
+/// missing package fails the step with one error annotation that says what to give instead.
+#[test]
+fn action_install_fails_clearly_when_the_package_is_missing() {
+    let yaml = std::fs::read_to_string(repo().join("action.yml")).unwrap();
+    let action: Value = serde_saphyr::from_str(&yaml).unwrap();
+    let install = &action["runs"]["steps"][0];
+    assert_eq!(
+        install["run"],
+        "bash \"$GITHUB_ACTION_PATH/action/install.sh\" \"$RUNNER_TEMP/envdoctor-venv\""
+    );
+    for (var, input) in [
+        ("ENVDOCTOR_WHEEL", "${{ inputs.wheel }}"),
+        ("ENVDOCTOR_VERSION", "${{ inputs.version }}"),
+        ("ENVDOCTOR_PACKAGE", "${{ inputs.package }}"),
+        ("ENVDOCTOR_ACTION_REF", "${{ github.action_ref }}"),
+    ] {
+        assert_eq!(install["env"][var], input);
+    }
+    let annotation = |out: &str| -> String {
+        let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("::error")).collect();
+        assert_eq!(lines.len(), 1, "{out}");
+        lines[0].to_string()
+    };
+    // Nothing named, and a branch ref: say what to give.
+    let (code, out, _) = action_install(&[("ENVDOCTOR_ACTION_REF", "main")]);
+    assert_eq!(code, 1, "{out}");
+    let e = annotation(&out);
+    assert!(
+        e.starts_with("::error title=envdoctor was not installed::"),
+        "{e}"
+    );
+    assert!(e.contains("`version`") && e.contains("`wheel`"), "{e}");
+    assert!(
+        e.contains("not on PyPI before its first PyPI release"),
+        "{e}"
+    );
+    // A wheel that is not there.
+    let (code, out, _) = action_install(&[("ENVDOCTOR_WHEEL", "/nonexistent/envdoctor.whl")]);
+    assert_eq!(code, 1);
+    assert!(
+        annotation(&out).contains("no wheel at /nonexistent/envdoctor.whl"),
+        "{out}"
+    );
+    // A release with no such wheel (releases read from a local directory: file:// URLs).
+    let releases = tempfile::tempdir().unwrap();
+    let base = format!("file://{}", releases.path().display());
+    let (code, out, _) = action_install(&[
+        ("ENVDOCTOR_VERSION", "9.9.9"),
+        ("ENVDOCTOR_RELEASES", &base),
+    ]);
+    assert_eq!(code, 1);
+    let e = annotation(&out);
+    assert!(
+        e.contains("release v9.9.9 has no envdoctor_ml-9.9.9-py3-none-manylinux2014_"),
+        "{e}"
+    );
+    assert!(e.contains("is 9.9.9 released?"), "{e}");
+    // The action's own release tag is the default version.
+    let (code, out, _) = action_install(&[
+        ("ENVDOCTOR_ACTION_REF", "v9.9.8"),
+        ("ENVDOCTOR_RELEASES", &base),
+    ]);
+    assert_eq!(code, 1);
+    assert!(annotation(&out).contains("release v9.9.8 has no"), "{out}");
 }

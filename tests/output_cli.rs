@@ -222,13 +222,16 @@ fn in_an_80_column_tmux_no_line_is_longer_than_80() {
     }
 }
 
+/// compare in an 80-column tmux: the pair, the pair with --all and a fleet fit; keys keep their
+/// soname; without drift there is no interpreter block (-v shows it); -q is the verdict line.
 #[test]
-fn compare_fits_100_columns() {
+fn compare_fits_80_columns_and_honours_q_and_v() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/snapshots/compare");
     for args in [
-        vec!["a.json", "b.json"],
-        vec!["a.json", "b.json", "--all"],
+        vec!["compare", "a.json", "b.json"],
+        vec!["compare", "a.json", "b.json", "--all"],
         vec![
+            "compare",
             "fleet-1.json",
             "fleet-2.json",
             "fleet-3.json",
@@ -237,22 +240,36 @@ fn compare_fits_100_columns() {
             "--all",
         ],
     ] {
-        let out = cli::plain()
-            .current_dir(&dir)
-            .arg("compare")
-            .args(&args)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
+        let Some(text) = in_tmux_80(&dir, &args) else {
+            return;
+        };
         assert!(text.lines().count() > 5, "{text}");
-        for l in text.lines() {
-            assert!(
-                l.chars().count() <= 100,
-                "{args:?}: {} columns: {l}",
-                l.chars().count()
-            );
+        assert_fits_80(&format!("{args:?}"), &text);
+        // No key lost its file name to the elision: an elided library key still ends with
+        // its soname.
+        for l in text
+            .lines()
+            .filter(|l| l.contains("libraries[") && l.contains('…'))
+        {
+            assert!(l.contains(".so"), "{l}");
         }
     }
+    let run = |args: &[&str]| cli::stdout_ok_or_1(cli::plain().current_dir(&dir).args(args));
+    let same = run(&["compare", "a.json", "a.json"]);
+    assert!(same.contains("no drift"), "{same}");
+    assert!(!same.contains("Interpreters"), "{same}");
+    assert!(same.lines().count() <= 8, "{same}");
+    let same_v = run(&["compare", "a.json", "a.json", "-v"]);
+    assert!(
+        same_v.contains("Interpreters (matched by role)"),
+        "{same_v}"
+    );
+    let full = run(&["compare", "a.json", "b.json"]);
+    let quiet = run(&["compare", "a.json", "b.json", "-q"]);
+    assert!(full.lines().count() > 10, "{full}");
+    assert!(quiet.lines().count() <= 2, "{quiet}");
+    assert!(quiet.contains(" difference"), "{quiet}");
+    assert!(full.contains(quiet.trim_end()), "{quiet}\n---\n{full}");
 }
 
 #[test]
@@ -329,4 +346,121 @@ fn a_slow_probe_is_named_on_the_terminal_and_cleared() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("waiting for"));
+}
+
+/// Run `args` of envdoctor in a detached 80-column tmux pane (in `cwd`): the pane's text, lines
+/// the terminal wrapped joined again (`capture-pane -J`), so a line over 80 columns shows as
+/// one; None when tmux is not installed (CI installs it).
+fn in_tmux_80(cwd: &std::path::Path, args: &[&str]) -> Option<String> {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs tmux (.ci/run)"
+        );
+        eprintln!("SKIPPED: tmux is not installed");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let done = dir.path().join("done");
+    let sock = dir.path().join("tmux.sock");
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    let script = format!(
+        "cd '{}' && '{}' {}; touch '{}'; sleep 30",
+        cwd.display(),
+        assert_cmd::cargo::cargo_bin("envdoctor").display(),
+        quoted.join(" "),
+        done.display()
+    );
+    let tmux = |a: &[&str]| {
+        std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&sock)
+            .args(a)
+            .env_remove("TMUX")
+            .env_remove("ENVDOCTOR_WIDTH")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let started = tmux(&[
+        "start-server",
+        ";",
+        "set-option",
+        "-g",
+        "history-limit",
+        "100000",
+        ";",
+        "new-session",
+        "-d",
+        "-x",
+        "80",
+        "-y",
+        "50",
+        &script,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let t0 = std::time::Instant::now();
+    while !done.exists() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pane = tmux(&["capture-pane", "-p", "-J", "-S", "-"]);
+    let _ = tmux(&["kill-server"]);
+    let text = String::from_utf8_lossy(&pane.stdout).into_owned();
+    assert!(
+        done.exists(),
+        "envdoctor {args:?} did not finish in tmux: {text}"
+    );
+    Some(text)
+}
+
+fn assert_fits_80(what: &str, text: &str) {
+    for l in text.lines() {
+        assert!(
+            l.trim_end().chars().count() <= 80,
+            "{what}: longer than 80: {l:?}\n{text}"
+        );
+    }
+}
+
+/// `explain` shows a fix's holes as `<fact.path>`, never the raw template.
+#[test]
+fn explain_shows_fix_holes_not_raw_templates() {
+    let t = cli::stdout_ok(cli::plain().args(["explain", "cuda-library-not-found"]));
+    let fix = t.split("## How to fix it").nth(1).unwrap();
+    assert!(
+        fix.contains("Install what provides <library.soname> and"),
+        "{fix}"
+    );
+    assert!(!t.contains("{{"), "{t}");
+    // Not "other CUDA cuda libraries" (the family of libcudart is `cuda`).
+    assert!(fix.contains("other CUDA libraries come with"), "{fix}");
+}
+
+/// `explain` and `rules list` wrap to an 80-column terminal, as check does (the same layout).
+#[test]
+fn explain_and_rules_list_fit_an_80_column_tmux() {
+    let cwd = tempfile::tempdir().unwrap();
+    // The rule with the longest fix text of the shipped pack, and a rule with a long regex list.
+    for id in ["cuda-library-not-found", "ckpt-rnn-pre-tf12-names"] {
+        let Some(text) = in_tmux_80(cwd.path(), &["explain", id]) else {
+            return;
+        };
+        assert!(text.contains("## How to fix it"), "{text}");
+        assert_fits_80(id, &text);
+        // Piped, the same text is not wrapped: its longest line is wider than 80.
+        let piped = cli::stdout_ok(cli::plain().args(["explain", id]));
+        assert!(piped.lines().any(|l| l.chars().count() > 80), "{piped}");
+        let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        let body = |t: &str| words(t.split("## How to fix it").nth(1).unwrap());
+        assert!(body(&text).starts_with(&body(&piped)[..60]), "{text}");
+    }
+    let Some(text) = in_tmux_80(cwd.path(), &["rules", "list"]) else {
+        return;
+    };
+    assert!(text.contains(" rules\n"), "{text}");
+    assert_fits_80("rules list", &text);
 }

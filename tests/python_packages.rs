@@ -361,6 +361,7 @@ struct PipVenv {
 /// A venv with pinned wheels, an editable project, a `.pth` to a second copy of idna (3.6) and a
 /// PYTHONPATH directory with a second copy of six (1.15.0).
 fn build_pip_venv() -> Result<PipVenv, String> {
+    crate::common::pypi::off()?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dir = tmp.path().to_path_buf();
     let venv = dir.join("venv");

@@ -14,6 +14,7 @@ use crate::common::pypi;
 use pypi::{pip, run};
 
 fn build(dir: &Path) -> Result<(), String> {
+    crate::common::pypi::off()?;
     let venv = dir.join("venv");
     run(Std::new("python3").args(["-m", "venv"]).arg(&venv))?;
     let py = venv.join("bin/python");

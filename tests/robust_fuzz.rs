@@ -1,6 +1,6 @@
 //! Bounded smoke run of every fuzz target (issue 16): each parser is fed its real seed files
-//! and mutations of them for `ENVDOCTOR_FUZZ_SECS` seconds (default 2; CI sets more), and no
-//! input may panic. Long campaigns: `bench/fuzz.sh`. Crashers are saved under
+//! and mutations of them for `ENVDOCTOR_FUZZ_SECS` seconds (default 0.5 in the quick tier; CI
+//! sets 5), and no input may panic. Long campaigns: `bench/fuzz.sh`. Crashers are saved under
 //! `target/fuzz-crashes/` for replay (`cargo run --example fuzz -- TARGET`).
 
 #[path = "../fuzz/engine.rs"]
@@ -15,7 +15,7 @@ fn every_parser_survives_its_fuzz_smoke_run() {
     let secs: f64 = std::env::var("ENVDOCTOR_FUZZ_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(2.0);
+        .unwrap_or(0.5);
     let crashes = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-crashes");
     let budget = engine::Budget {
         time: Some(Duration::from_secs_f64(secs)),

@@ -5,8 +5,12 @@
 //! and real CUDA libraries (PyPI's `nvidia-*` wheels) and loads them in its load child, which
 //! re-executes the wheel's binary, with the same results as the cargo-built binary.
 //!
-//! Needs PyPI (maturin, ziglang, auditwheel, torch), so it skips with a message unless
-//! `ENVDOCTOR_REQUIRE_PYPI` is set (CI sets it). The release build goes to
+//! The README's install commands, as far as they run without a release: the wheel installed from
+//! its file with pip, with `uv tool install` and with `pipx install`, and by the Action's
+//! install script (`action/install.sh`) from a path and from a release directory.
+//!
+//! The PyPI tier (maturin, ziglang, auditwheel, uv, pipx, torch): skipped unless
+//! `ENVDOCTOR_PYPI=1` (CI sets it, and `ENVDOCTOR_REQUIRE_PYPI`). The `dist`-profile build goes to
 //! `<PyPI cache>/wheel-target` and zig's cache to `~/.cache/zig`, so only the first run pays for
 //! a cold build.
 
@@ -54,7 +58,8 @@ fn build_wheel(target: Option<&str>) -> Result<(PathBuf, PathBuf), String> {
     let mut cmd = Command::new(tools.join("bin/maturin"));
     cmd.args([
         "build",
-        "--release",
+        "--profile",
+        "dist",
         "--zig",
         "--compatibility",
         "manylinux2014",
@@ -392,4 +397,148 @@ fn aarch64_wheel_is_manylinux2014_and_runs_under_qemu() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
     assert!(text.contains("(checked "), "{text}");
+}
+
+/// The README's installers (uv, pipx), in one cached venv.
+const INSTALLERS: &[&str] = &["uv==0.13.9", "pipx==1.18.4"];
+
+/// `exe --version` names envdoctor 0.1.0 and its rule pack, and `exe check` runs.
+fn runs(exe: &Path) {
+    let version = pypi::run(Command::new(exe).arg("--version")).unwrap();
+    assert!(
+        version.starts_with("envdoctor 0.1.0 (rule pack: "),
+        "{exe:?}: {version}"
+    );
+    let t = tempfile::tempdir().unwrap();
+    let out = Command::new(exe)
+        .args(["check", "-q", "--no-load"])
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{exe:?}: {out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("(checked "),
+        "{out:?}"
+    );
+}
+
+/// README: `uv tool install dist/envdoctor_ml-*.whl` and `pipx install dist/envdoctor_ml-*.whl`.
+#[test]
+fn uv_tool_install_and_pipx_install_the_wheel_from_its_file() {
+    let Some((_, whl)) = pypi::need("building the wheel", wheel()) else {
+        return;
+    };
+    let Some(tools) = pypi::need("uv and pipx", pypi::cached_venv(INSTALLERS)) else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    let uv_bin = home.join("uv-bin");
+    let out = Command::new(tools.join("bin/uv"))
+        .args(["tool", "install", "--offline", "--python", "python3"])
+        .arg(&whl)
+        .env("UV_TOOL_DIR", home.join("uv-tools"))
+        .env("UV_TOOL_BIN_DIR", &uv_bin)
+        .env("UV_CACHE_DIR", home.join("uv-cache"))
+        .env("UV_PYTHON_DOWNLOADS", "never")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "uv tool install: {out:?}");
+    runs(&uv_bin.join("envdoctor"));
+    let pipx_bin = home.join("pipx-bin");
+    let out = Command::new(tools.join("bin/pipx"))
+        .arg("install")
+        .arg(&whl)
+        .env("PIPX_HOME", home.join("pipx"))
+        .env("PIPX_BIN_DIR", &pipx_bin)
+        .env("PIPX_MAN_DIR", home.join("pipx-man"))
+        .env("PIPX_DEFAULT_PYTHON", "python3")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pipx install: {out:?}");
+    runs(&pipx_bin.join("envdoctor"));
+}
+
+/// The Action's install script installs the wheel from a path, and from a release laid out as
+/// .github/workflows/release.yml attaches it (`vVERSION/NAME`, read through a file:// URL).
+#[test]
+fn the_action_installs_the_wheel_by_path_and_by_release_version() {
+    let Some((_, whl)) = pypi::need("building the wheel", wheel()) else {
+        return;
+    };
+    let (code, out, venv) =
+        crate::deploy::action_install(&[("ENVDOCTOR_WHEEL", whl.to_str().unwrap())]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("envdoctor 0.1.0 (rule pack: "), "{out}");
+    runs(&venv.path().join("envdoctor-venv/bin/envdoctor"));
+    let releases = tempfile::tempdir().unwrap();
+    std::fs::create_dir(releases.path().join("v0.1.0")).unwrap();
+    std::fs::copy(
+        &whl,
+        releases
+            .path()
+            .join("v0.1.0")
+            .join(whl.file_name().unwrap()),
+    )
+    .unwrap();
+    let base = format!("file://{}", releases.path().display());
+    let (code, out, venv) = crate::deploy::action_install(&[
+        ("ENVDOCTOR_VERSION", "0.1.0"),
+        ("ENVDOCTOR_RELEASES", &base),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    runs(&venv.path().join("envdoctor-venv/bin/envdoctor"));
+}
+
+/// The release workflow builds what the README and the Action name: manylinux2014 wheels for
+/// both architectures with the `dist` profile and zig, and the binary archives.
+#[test]
+fn the_release_workflow_builds_what_the_readme_names() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join(".github/workflows/release.yml")).unwrap();
+    let wf: Value = serde_saphyr::from_str(&text).unwrap();
+    assert_eq!(wf["on"]["push"]["tags"][0], "v*");
+    let matrix = &wf["jobs"]["build"]["strategy"]["matrix"]["include"];
+    let targets: Vec<&str> = matrix
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        targets,
+        ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"]
+    );
+    let steps = wf["jobs"]["build"]["steps"].as_array().unwrap();
+    let build = steps
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .find(|r| r.contains("maturin build"))
+        .unwrap();
+    for flag in ["--profile dist", "--zig", "--compatibility manylinux2014"] {
+        assert!(build.contains(flag), "{build}");
+    }
+    // The same tool versions as the wheel test here.
+    let tools = steps
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .find(|r| r.contains("pip install maturin"))
+        .unwrap();
+    for t in BUILD_TOOLS {
+        assert!(tools.contains(t), "{t}: {tools}");
+    }
+    assert!(text.contains("envdoctor-${version}-${{ matrix.arch }}-linux-gnu"));
+    // The README's release line and the Action name the wheel file the way maturin does.
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains(
+        "/releases/download/vVERSION/envdoctor_ml-VERSION-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+    ));
+    let install = std::fs::read_to_string(root.join("action/install.sh")).unwrap();
+    assert!(install
+        .contains("envdoctor_ml-$version-py3-none-manylinux2014_$arch.manylinux_2_17_$arch.whl"));
+    let cargo = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(
+        cargo.contains("[profile.dist]\ninherits = \"release\""),
+        "{cargo}"
+    );
 }

@@ -17,6 +17,7 @@ mod compare_coverage;
 mod compare_golden;
 mod compare_pip;
 mod config_cli;
+mod contracts;
 mod cuda_fixtures;
 mod deploy;
 mod diagnose_cli;

@@ -32,8 +32,12 @@ pub struct CompareArgs {
     pub no_rules: bool,
 }
 
-/// Run `envdoctor compare`; returns 0 (no drift) or 1 (drift).
-pub fn run(args: CompareArgs) -> Result<crate::exit::Exit, Error> {
+/// Run `envdoctor compare`; returns 0 (no drift) or 1 (drift). `-q`/`-v` (global) set how
+/// much of the text is printed.
+pub fn run(
+    args: CompareArgs,
+    detail: crate::report::compare::Detail,
+) -> Result<crate::exit::Exit, Error> {
     // The rule pack compiles while the snapshots are read.
     let (snaps, rules) = std::thread::scope(|scope| {
         let rules = (!args.no_rules).then(|| scope.spawn(|| RuleSet::shipped_with(&args.rules)));
@@ -93,7 +97,9 @@ pub fn run(args: CompareArgs) -> Result<crate::exit::Exit, Error> {
     let text = match args.format {
         Format::Json => crate::report::compare::render_json(&report),
         Format::Markdown => crate::report::compare::render_markdown(&report),
-        Format::Text => crate::report::compare::render_text(&report, style::stdout_color()),
+        Format::Text => {
+            crate::report::compare::render_text_at(&report, style::stdout_color(), detail)
+        }
     };
     write_stdout(&text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))?;
     let code = report.exit();

@@ -240,7 +240,7 @@ pub struct Summary {
 /// The result of `envdoctor compare` (`--format json` prints exactly this).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CompareReport {
-    /// Version of this format ([`FORMAT_VERSION`]); fields are only added within a version.
+    /// Version of this format ([`FORMAT_VERSION`]): bumped with every schema change.
     pub format_version: u32,
     /// The envdoctor that compared.
     pub envdoctor_version: String,
@@ -669,7 +669,7 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<(String, Snapshot)>, Error> {
 
 /// The JSON Schema of [`CompareReport`], as checked in at `schema/compare.schema.json`.
 pub fn json_schema() -> String {
-    crate::schema::render::<CompareReport>()
+    crate::schema::render_output::<CompareReport>()
 }
 
 #[cfg(test)]

@@ -1,19 +1,19 @@
-//! `compare` output: rendering a [`CompareReport`] for people (text within 100 columns): aligned text (coloured only when the caller says
+//! `compare` output: rendering a [`CompareReport`] for people (text within 80 columns): aligned text (coloured only when the caller says
 //! so: on a terminal without `NO_COLOR`) and Markdown for a pull-request comment. JSON is the
 //! serde form of the report ([`render_json`]); its schema is `schema/compare.schema.json`.
 
 use crate::compare::fleet::FleetReport;
 use crate::compare::{Change, ChangeKind, CompareReport, Direction, Mode, Rank, Size};
-use crate::report::layout::elide_middle;
+use crate::report::layout::{elide_keeping_name, elide_middle};
 use crate::report::style::Style;
 use std::fmt::Write as _;
 
-/// The text of `compare` fits this many columns.
-pub const TEXT_WIDTH: usize = 100;
+/// The text of `compare` fits this many columns (an 80-column terminal, as `check`).
+pub const TEXT_WIDTH: usize = 80;
 /// Widest value cell before it is elided in the middle.
-const VALUE_CAP: usize = 24;
-/// Widest fact cell before it is elided in the middle.
-const FACT_CAP: usize = 44;
+const VALUE_CAP: usize = 18;
+/// Widest fact cell before it is elided (inside its directories: a key keeps its soname).
+const FACT_CAP: usize = 30;
 /// What a missing value shows as.
 const ABSENT: &str = "(absent)";
 /// The ranks in the order they are shown.
@@ -210,8 +210,12 @@ fn change_row(g: &str, c: &Change) -> Row {
 fn pair_rows(rows: &[Row], nested: bool, st: &Style) -> Vec<String> {
     let indent = if nested { "    " } else { "  " };
     let wf = width(rows.iter().map(|r| r.fact.as_str()), FACT_CAP);
-    let wa = width(rows.iter().map(|r| r.a.as_str()), VALUE_CAP);
-    let wb = width(rows.iter().map(|r| r.b.as_str()), VALUE_CAP);
+    // The values share what the fact column leaves of the line.
+    let room = TEXT_WIDTH
+        .saturating_sub(indent.len() + wf + 8)
+        .max(2 * VALUE_CAP);
+    let wa = width(rows.iter().map(|r| r.a.as_str()), room / 2);
+    let wb = width(rows.iter().map(|r| r.b.as_str()), room - wa);
     let mut out = Vec::new();
     for r in rows {
         let colour = |d: &str| match (r.change, r.direction) {
@@ -222,9 +226,9 @@ fn pair_rows(rows: &[Row], nested: bool, st: &Style) -> Vec<String> {
         };
         let head = format!(
             "{indent}{}  {}  ->  {}",
-            pad(&elide_middle(&r.fact, wf), wf),
-            pad(&elide_middle(&r.a, wa), wa),
-            pad(&elide_middle(&r.b, wb), wb)
+            pad(&elide_keeping_name(&r.fact, wf), wf),
+            pad(&elide_keeping_name(&r.a, wa), wa),
+            pad(&elide_keeping_name(&r.b, wb), wb)
         );
         let used = head.chars().count();
         if r.desc.is_empty() {
@@ -363,11 +367,32 @@ fn footer(r: &CompareReport) -> String {
 
 /// Text for a person. `color`: use ANSI colour (only on a terminal, never under `NO_COLOR`).
 pub fn render_text(r: &CompareReport, color: bool) -> String {
+    render_text_at(r, color, Detail::default())
+}
+
+/// How much of the text: `-q` the verdict line only, `-v` also what matched without drift
+/// (the interpreters of a pair that does not differ).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Detail {
+    /// `-q`.
+    pub quiet: bool,
+    /// `-v`.
+    pub verbose: bool,
+}
+
+/// [`render_text`] at a level of detail.
+pub fn render_text_at(r: &CompareReport, color: bool, d: Detail) -> String {
     let st = Style { color };
-    match r.mode {
-        Mode::Pair => text_pair(r, st),
-        Mode::Fleet => text_fleet(r, st),
+    let full = match r.mode {
+        Mode::Pair => text_pair(r, st, d),
+        Mode::Fleet => text_fleet(r, st, d),
+    };
+    if !d.quiet {
+        return full;
     }
+    // The verdict paragraph (the text ends with it when quiet: no footer).
+    let verdict = full.rsplit("\n\n").next().unwrap_or(&full);
+    verdict.to_string()
 }
 
 /// The items of each rank, in [`RANKS`] order; a rank with none is left out.
@@ -411,7 +436,10 @@ fn verdict_change(c: &Change) -> VerdictChange<'_> {
 fn text_footer(o: &mut String, r: &CompareReport, st: &Style) {
     let f = footer(r);
     if !f.is_empty() {
-        let _ = writeln!(o, "{}", st.dim(&format!("({f})")));
+        let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
+        for l in lay.wrap("", " ", &format!("({f})")) {
+            let _ = writeln!(o, "{}", st.dim(&l));
+        }
     }
 }
 
@@ -423,7 +451,7 @@ fn md_footer(o: &mut String, r: &CompareReport) {
     }
 }
 
-fn text_pair(r: &CompareReport, st: Style) -> String {
+fn text_pair(r: &CompareReport, st: Style, d: Detail) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{} {}", st.bold("A:"), machine_line(r, 0));
     let _ = writeln!(o, "{} {}", st.bold("B:"), machine_line(r, 1));
@@ -435,7 +463,9 @@ fn text_pair(r: &CompareReport, st: Style) -> String {
             text_changes(&mut o, &rows, &st);
         }
     }
-    if !r.interpreters.is_empty() {
+    // Without drift nothing differs to place: the interpreters only with -v (or one that has
+    // no match on the other machine, which is drift).
+    if !r.interpreters.is_empty() && (r.summary.drift || d.verbose) {
         text_interpreters(&mut o, r, &st);
     }
     let s = &r.summary;
@@ -448,12 +478,15 @@ fn text_pair(r: &CompareReport, st: Style) -> String {
     } else {
         st.good("no drift")
     };
-    let _ = writeln!(
-        o,
-        "\n{head}: {} new finding(s), {} fixed, {} ML/CUDA, {} other; {} unmatched interpreter(s).",
+    let line = format!(
+        "{head}: {} new finding(s), {} fixed, {} ML/CUDA, {} other; {} unmatched interpreter(s).",
         s.new_findings, s.fixed_findings, s.ml, s.other, s.unmatched_interpreters
     );
-    text_footer(&mut o, r, &st);
+    let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
+    let _ = writeln!(o, "\n{}", lay.wrap("", "  ", &line).join("\n"));
+    if !d.quiet {
+        text_footer(&mut o, r, &st);
+    }
     o
 }
 
@@ -484,7 +517,7 @@ fn text_verdicts(o: &mut String, rows: &[&Change], st: &Style) {
 fn text_changes(o: &mut String, rows: &[&Change], st: &Style) {
     for row in collapse(rows) {
         if !row.group.is_empty() {
-            let _ = writeln!(o, "  {}", elide_middle(&row.group, TEXT_WIDTH - 2));
+            let _ = writeln!(o, "  {}", elide_keeping_name(&row.group, TEXT_WIDTH - 2));
         }
         for line in pair_rows(&row.rows, !row.group.is_empty(), st) {
             let _ = writeln!(o, "{}", line.trim_end());
@@ -534,7 +567,7 @@ fn text_interpreters(o: &mut String, r: &CompareReport, st: &Style) {
     }
 }
 
-fn text_fleet(r: &CompareReport, st: Style) -> String {
+fn text_fleet(r: &CompareReport, st: Style, d: Detail) -> String {
     let mut o = String::new();
     let empty = FleetReport::default();
     let fl = r.fleet.as_ref().unwrap_or(&empty);
@@ -576,7 +609,9 @@ fn text_fleet(r: &CompareReport, st: Style) -> String {
         s.other,
         fl.by_machine.len()
     );
-    text_footer(&mut o, r, &st);
+    if !d.quiet {
+        text_footer(&mut o, r, &st);
+    }
     o
 }
 
@@ -588,7 +623,7 @@ fn text_by_fact(o: &mut String, fl: &FleetReport, st: &Style) {
         let _ = writeln!(o, "  {} ({})", st.bold(rank_title(rank)), rows.len());
         let wf = width(rows.iter().map(|f| f.fact.as_str()), FACT_CAP);
         for f in rows {
-            let fact = elide_middle(&f.fact, wf);
+            let fact = elide_keeping_name(&f.fact, wf);
             let maj = elide_middle(f.majority.as_deref().unwrap_or(ABSENT), VALUE_CAP);
             let _ = writeln!(
                 o,
@@ -633,7 +668,7 @@ fn text_by_machine(o: &mut String, fl: &FleetReport, st: &Style) {
             let _ = writeln!(
                 o,
                 "    {}  {}  (majority {})",
-                pad(&elide_middle(&d.fact, wf), wf),
+                pad(&elide_keeping_name(&d.fact, wf), wf),
                 pad(&elide_middle(d.value.as_deref().unwrap_or(ABSENT), wv), wv),
                 elide_middle(
                     d.majority.as_deref().unwrap_or(ABSENT),

@@ -73,9 +73,15 @@ pub struct Facts {
     pub env: Vec<String>,
 }
 
+/// Version of the `report --format json` format ([`EnvReport::format_version`]): bumped with
+/// every change of `schema/report.schema.json` (recorded in `schema/VERSIONS`).
+pub const FORMAT_VERSION: u32 = 1;
+
 /// `envdoctor report --format json`.
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct EnvReport<'a> {
+    /// Version of this format ([`FORMAT_VERSION`]).
+    pub format_version: u32,
     /// The envdoctor that wrote it.
     pub envdoctor_version: &'static str,
     /// The verdict line.
@@ -294,6 +300,7 @@ pub fn markdown(findings: &[Finding], summary: &Summary, snap: &Snapshot) -> Str
 /// `envdoctor report --format json`.
 pub fn json(findings: &[Finding], summary: &Summary, snap: &Snapshot) -> String {
     let r = EnvReport {
+        format_version: FORMAT_VERSION,
         envdoctor_version: env!("CARGO_PKG_VERSION"),
         verdict: summary.line(snap),
         summary,
@@ -305,4 +312,17 @@ pub fn json(findings: &[Finding], summary: &Summary, snap: &Snapshot) -> String 
     let mut s = serde_json::to_string_pretty(&r).unwrap_or_default();
     s.push('\n');
     s
+}
+
+/// The JSON Schema of `report --format json`, as checked in at `schema/report.schema.json`.
+pub fn json_schema() -> String {
+    crate::schema::render_output::<EnvReport<'static>>()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_checked_in_report_schema_is_current() {
+        crate::schema::assert_current("report.schema.json", &super::json_schema());
+    }
 }

@@ -8,6 +8,10 @@ use crate::rules::{Evidence, Finding, Severity};
 use crate::Snapshot;
 use serde::Serialize;
 
+/// Version of the `check --format json` format ([`CheckReport::format_version`]): bumped with
+/// every change of `schema/check.schema.json` (recorded in `schema/VERSIONS`).
+pub const FORMAT_VERSION: u32 = 1;
+
 /// A finding as `check --format json` writes it.
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct FindingOut<'a> {
@@ -33,6 +37,8 @@ pub struct FindingOut<'a> {
 /// The JSON document `check --format json` prints (`schema/check.schema.json`).
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct CheckReport<'a> {
+    /// Version of this format ([`FORMAT_VERSION`]).
+    pub format_version: u32,
     /// The envdoctor that wrote it.
     pub envdoctor_version: &'static str,
     /// Counts and verdict.
@@ -68,6 +74,7 @@ pub fn findings_out<'a>(findings: &'a [Finding], snap: &Snapshot) -> Vec<Finding
 /// JSON: summary, inventory, findings and snapshot.
 pub fn render(findings: &[Finding], summary: &Summary, snap: &Snapshot) -> String {
     let report = CheckReport {
+        format_version: FORMAT_VERSION,
         envdoctor_version: env!("CARGO_PKG_VERSION"),
         summary,
         verdict: summary.line(snap),
@@ -84,5 +91,5 @@ pub fn render(findings: &[Finding], summary: &Summary, snap: &Snapshot) -> Strin
 
 /// The JSON Schema of `check --format json`, as checked in at `schema/check.schema.json`.
 pub fn schema() -> String {
-    crate::schema::render::<CheckReport<'static>>()
+    crate::schema::render_output::<CheckReport<'static>>()
 }

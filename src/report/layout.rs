@@ -76,6 +76,30 @@ impl Layout {
         }
     }
 
+    /// Each line of `text` wrapped to the width, its continuation lines indented as the line is
+    /// (two more after a `- ` bullet); `text` unchanged when not wrapping. For documents written
+    /// as lines (`explain`).
+    pub fn wrap_lines(&self, text: &str) -> String {
+        if self.width.is_none() {
+            return text.to_string();
+        }
+        let mut out = String::new();
+        for line in text.lines() {
+            let body = line.trim_start();
+            let indent = &line[..line.len() - body.len()];
+            let rest = if body.starts_with("- ") {
+                format!("{indent}  ")
+            } else {
+                indent.to_string()
+            };
+            for l in self.wrap(indent, &rest, body) {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
     /// The short form of a path: relative to the project (`./runs/x`), or `~/…`.
     pub fn short(&self, path: &str) -> Option<String> {
         if let Some(p) = &self.project {
@@ -176,9 +200,69 @@ pub fn elide_middle(s: &str, max: usize) -> String {
     format!("{a}…{b}")
 }
 
+/// `s` within `max` characters, eliding inside its directories, never inside the file name it
+/// ends with (the name before a `<-` requester, else the last path component): a compare key
+/// such as `libraries[VIRTUAL_ENV/lib/…/libcudnn.so.9<-libtorch_cuda.so]` keeps its soname.
+/// Without a `/`, or when the name alone is too long, as [`elide_middle`].
+pub fn elide_keeping_name(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let before_req = s.find("<-").unwrap_or(s.len());
+    let (Some(first), Some(last)) = (s[..before_req].find('/'), s[..before_req].rfind('/')) else {
+        return elide_middle(s, max);
+    };
+    if first == last {
+        return elide_middle(s, max);
+    }
+    let head = &s[..=first];
+    let tail = &s[last..];
+    let fixed = head.chars().count() + 1 + tail.chars().count();
+    if fixed > max {
+        // The name still fits: keep the end of the text, the name and what precedes it.
+        if tail.chars().count() < max {
+            let end: String = s.chars().skip(n + 1 - max).collect();
+            return format!("…{end}");
+        }
+        return elide_middle(s, max);
+    }
+    // As many of the last directories as fit, after `head…`.
+    let middle = &s[first + 1..last];
+    let room = max - fixed;
+    let kept: String = {
+        let chars: Vec<char> = middle.chars().collect();
+        let take = room.min(chars.len());
+        let from = chars.len() - take;
+        // Whole directories only: from a `/` in reach, else none.
+        match chars[from..].iter().position(|c| *c == '/') {
+            _ if from == 0 => chars.iter().collect(),
+            Some(p) => chars[from + p..].iter().collect(),
+            None => String::new(),
+        }
+    };
+    format!("{head}…{kept}{tail}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn elide_keeping_name_keeps_the_soname_of_a_compare_key() {
+        let key = "libraries[VIRTUAL_ENV/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9<-libtorch_cuda.so]";
+        for max in [40, 50, 60, 80] {
+            let e = elide_keeping_name(key, max);
+            assert!(e.chars().count() <= max, "{max}: {e}");
+            assert!(e.ends_with("/libcudnn.so.9<-libtorch_cuda.so]"), "{e}");
+            if max >= 60 {
+                assert!(e.starts_with("libraries[VIRTUAL_ENV/…"), "{e}");
+            }
+        }
+        assert_eq!(elide_keeping_name(key, 200), key);
+        // No path: the middle goes.
+        assert_eq!(elide_keeping_name("abcdefghij", 5), "ab…ij");
+    }
 
     #[test]
     fn wraps_at_spaces_never_inside_a_word_or_path() {

@@ -115,8 +115,9 @@ pub fn summary_block(
     out
 }
 
-/// `check -v`'s section: every rule, each subject, the facts it read (values cut at 120
-/// characters), wrapped like the findings: a long fact path breaks after a `].`.
+/// `check -v`'s section: each rule that fired, for each subject it fired for, the facts it read
+/// (values cut at 120 characters; no absent facts, no whole records), wrapped like the
+/// findings: a long fact path breaks after a `].`.
 pub fn looked_at(
     all: &[(
         &crate::rules::Rule,
@@ -127,7 +128,12 @@ pub fn looked_at(
     st: &Style,
     lay: &Layout,
 ) -> String {
-    let mut s = st.bold(&format!("Facts looked at ({rules} rules)"));
+    let mut fired: Vec<&str> = all.iter().map(|(r, _, _)| r.id.as_str()).collect();
+    fired.dedup();
+    let mut s = st.bold(&format!(
+        "Facts looked at by the rules that fired ({} of {rules} rules)",
+        fired.len()
+    ));
     s.push('\n');
     let room = lay
         .width
@@ -141,12 +147,8 @@ pub fn looked_at(
             s.push_str(&l);
             s.push('\n');
         }
-        for f in facts {
-            let v = if f.value.is_null() {
-                "(absent)".to_string()
-            } else {
-                elide_middle(&display_value(&f.value), 120)
-            };
+        for f in facts.iter().filter(|f| shown_evidence(&f.value)) {
+            let v = elide_middle(&display_value(&f.value), 120);
             let label = lay.paths_in(&f.path);
             let text = format!("{} = {v}", label_lines(&label, room).join(" "));
             for l in lay.wrap("    ", "      ", &text) {
@@ -214,31 +216,81 @@ fn one_finding(
         );
     }
     push(out, lay, "  ", "  ", 2, &lay.paths_in(&f.message));
-    if !f.evidence.is_empty() {
-        out.push_str(&format!("  {}\n", st.dim("evidence:")));
-        let max = lay.width.map_or(160, |w| w.saturating_sub(8).max(40));
-        for e in f.evidence.iter().take(12) {
-            let v = if e.value.is_null() {
-                "(absent)".to_string()
-            } else {
-                display_value(&e.value)
-            };
-            // A fact label longer than the line is broken after a `].` (between two levels of
-            // the fact, never inside a name or a path), not left to run past the edge.
-            let label = lay.paths_in(&e.path);
-            let room = lay
-                .width
-                .map_or(usize::MAX, |w| w.saturating_sub(6).max(20));
-            let label = label_lines(&label, room).join(" ");
-            let line = format!("{label} = {}", lay.paths_in(&v));
-            push(out, lay, "    ", "    ", 6, &elide_middle(&line, max * 2));
-        }
-        if f.evidence.len() > 12 {
-            out.push_str(&format!("    … {} more\n", f.evidence.len() - 12));
-        }
-    }
+    evidence_lines(out, f, lay, st);
     if with_fix {
         fix_lines(out, f, lay, st, snap);
+    }
+}
+
+/// Whether an evidence value is worth a line: not a fact that is absent (`(absent)` filler), not
+/// a whole record or a list of records (its JSON would be cut mid-way; the facts inside it that
+/// made the rule fire are lines of their own).
+fn shown_evidence(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null | serde_json::Value::Object(_) => false,
+        serde_json::Value::Array(items) => !items.iter().any(|i| i.is_object() || i.is_array()),
+        _ => true,
+    }
+}
+
+/// The evidence: one line per fact that matters, `path = value`. A line too long for the width
+/// breaks after the `=`, never inside the fact's path (only a path that is itself wider than
+/// the line is broken, after a `].`).
+fn evidence_lines(out: &mut String, f: &Finding, lay: &Layout, st: &Style) {
+    let mut shown: Vec<_> = f
+        .evidence
+        .iter()
+        .filter(|e| shown_evidence(&e.value))
+        .collect();
+    if shown.is_empty() {
+        // The absence is all the rule saw (a requirement not installed): that fact, once.
+        shown.extend(f.evidence.iter().filter(|e| e.value.is_null()).take(1));
+    }
+    if shown.is_empty() {
+        return;
+    }
+    out.push_str(&format!("  {}\n", st.dim("evidence:")));
+    let max = lay.width.map_or(160, |w| w.saturating_sub(8).max(40));
+    for e in shown.iter().take(12) {
+        let label = lay.paths_in(&e.path);
+        let value = if e.value.is_null() {
+            "not present".to_string()
+        } else {
+            elide_middle(&lay.paths_in(&display_value(&e.value)), max * 2)
+        };
+        let whole = format!("{label} = {value}");
+        let Some(width) = lay.width else {
+            out.push_str(&format!("    {whole}\n"));
+            continue;
+        };
+        if whole.chars().count() + 4 <= width {
+            out.push_str(&format!("    {whole}\n"));
+            continue;
+        }
+        // The path on its line(s) (broken after a `].` only when wider than the line, its
+        // continuation indented), then `= value`: beside the path's last piece when it fits.
+        let room = width.saturating_sub(6).max(20);
+        let pieces = label_lines(&label, room);
+        let last = pieces.len() - 1;
+        for (i, piece) in pieces.iter().enumerate() {
+            let indent = if i == 0 { "    " } else { "      " };
+            let with_value = format!("{indent}{piece} = {value}");
+            if i == last && last > 0 && with_value.chars().count() <= width {
+                out.push_str(&with_value);
+                out.push('\n');
+                continue;
+            }
+            out.push_str(&format!("{indent}{piece}\n"));
+            if i == last {
+                for l in lay.wrap("      = ", "        ", &value) {
+                    out.push_str(&l);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    if shown.len() > 12 {
+        out.push_str(&format!("    … {} more\n", shown.len() - 12));
     }
 }
 

@@ -49,7 +49,10 @@ pub fn render(r: &Rule) -> String {
         }
     }
     s.push_str("\n## How to fix it\n");
-    s.push_str(&format!("{}\n", r.fix.raw().trim()));
+    s.push_str(&format!(
+        "{}\n",
+        r.fix.with_holes(&|p| format!("<{}>", p.text))
+    ));
     s.push_str("\n## References\n");
     if r.references.is_empty() {
         s.push_str("(none)\n");

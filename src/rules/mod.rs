@@ -26,6 +26,23 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path as FsPath, PathBuf};
 
+/// The candidate nearest to `word` (a mistyped rule id or parameter), when one is near enough:
+/// Jaro-Winkler similarity of at least 0.8, or `word` a part of it.
+pub fn did_you_mean<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| {
+            let score = if !word.is_empty() && c.contains(word) {
+                1.0
+            } else {
+                strsim::jaro_winkler(word, c)
+            };
+            (score, c)
+        })
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
 mod shipped {
     include!(concat!(env!("OUT_DIR"), "/shipped_rules.rs"));
 }
@@ -199,18 +216,36 @@ impl RuleSet {
         Ok(())
     }
 
+    /// "no rule `ID`", with the nearest id when one is near.
+    pub fn no_rule(&self, id: &str) -> String {
+        let near = did_you_mean(id, self.rules.iter().map(|r| r.id.as_str()));
+        match near {
+            Some(n) => format!("no rule `{id}` (did you mean `{n}`?)"),
+            None => format!("no rule `{id}`"),
+        }
+    }
+
     /// Override one parameter of one rule; the error says what is wrong (no such rule or
-    /// parameter).
+    /// parameter, with the nearest name).
     pub fn set_param(&mut self, id: &str, name: &str, value: Value) -> Result<(), String> {
-        let rule = self
-            .rules
-            .iter_mut()
-            .find(|r| r.id == id)
-            .ok_or_else(|| format!("no rule `{id}`"))?;
+        if self.get(id).is_none() {
+            return Err(self.no_rule(id));
+        }
+        let Some(rule) = self.rules.iter_mut().find(|r| r.id == id) else {
+            return Err(format!("no rule `{id}`"));
+        };
         if !rule.params.contains_key(name) {
-            let known: Vec<&String> = rule.params.keys().collect();
+            let known: Vec<&str> = rule.params.keys().map(String::as_str).collect();
+            let near = did_you_mean(name, known.iter().copied())
+                .map(|n| format!("did you mean `{n}`? "))
+                .unwrap_or_default();
+            let has = if known.is_empty() {
+                "it has no parameters".to_string()
+            } else {
+                format!("it has: {}", known.join(", "))
+            };
             return Err(format!(
-                "rule `{id}` has no parameter `{name}` (it has: {known:?})"
+                "rule `{id}` has no parameter `{name}` ({near}{has})"
             ));
         }
         // The declared default gives the parameter its type: a number stays a number, a
@@ -232,11 +267,12 @@ impl RuleSet {
 
     /// Change a rule's severity (configuration's per-rule overrides).
     pub fn set_severity(&mut self, id: &str, severity: Severity) -> Result<(), String> {
-        let rule = self
-            .rules
-            .iter_mut()
-            .find(|r| r.id == id)
-            .ok_or_else(|| format!("no rule `{id}`"))?;
+        if self.get(id).is_none() {
+            return Err(self.no_rule(id));
+        }
+        let Some(rule) = self.rules.iter_mut().find(|r| r.id == id) else {
+            return Err(format!("no rule `{id}`"));
+        };
         rule.severity = severity;
         Ok(())
     }

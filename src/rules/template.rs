@@ -55,6 +55,19 @@ impl Template {
         &self.raw
     }
 
+    /// The template for a person reading a rule (`explain`): each hole as `hole` writes it
+    /// (`<library.soname>`), never the raw `{{…}}`.
+    pub fn with_holes(&self, hole: &dyn Fn(&Path) -> String) -> String {
+        let mut out = String::new();
+        for p in &self.parts {
+            match p {
+                Part::Lit(s) => out.push_str(s),
+                Part::Hole(path) => out.push_str(&hole(path)),
+            }
+        }
+        out.trim().to_string()
+    }
+
     /// Fill the holes; `lookup` gives a path's value (None renders as `?`).
     pub fn render(&self, lookup: &dyn Fn(&Path) -> Option<Value>) -> String {
         let mut out = String::new();

@@ -78,7 +78,19 @@ pub fn stdout_ok(c: &mut Command) -> String {
     String::from_utf8(out.stdout).expect("stdout is UTF-8")
 }
 
-/// Run `c`, which must succeed and print JSON: the parsed stdout.
+/// Run `c`, which must exit 0 or 1 (a verdict): its stdout (UTF-8).
+pub fn stdout_ok_or_1(c: &mut Command) -> String {
+    let out = c.output().expect("run envdoctor");
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{c:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
+}
+
+/// Run `c`, which must succeed and print JSON: the parsed stdout, validated against its schema
+/// when it is one of envdoctor's documents (`contract::auto`).
 pub fn json(c: &mut Command) -> serde_json::Value {
-    serde_json::from_str(&stdout_ok(c)).expect("stdout is JSON")
+    super::contract::auto(serde_json::from_str(&stdout_ok(c)).expect("stdout is JSON"))
 }

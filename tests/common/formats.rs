@@ -79,6 +79,9 @@ pub fn check(name: &str, format: &str, extra: &[&str]) -> (i32, String) {
         .args(extra);
     let (code, out, err) = cli::output(&mut c);
     assert!(code == 0 || code == 1, "envdoctor failed ({code}): {err}");
+    if format == "json" || format == "sarif" {
+        super::contract::auto(serde_json::from_str(&out).expect("JSON"));
+    }
     (code, out)
 }
 
@@ -92,7 +95,8 @@ pub fn findings(name: &str, extra: &[&str]) -> Vec<serde_json::Value> {
 /// The ids of the rules `check` evaluates (the shipped pack).
 pub fn rule_ids() -> Vec<String> {
     let v = cli::json(cmd().args(["rules", "list", "--format", "json"]));
-    v.as_array()
+    v["rules"]
+        .as_array()
         .expect("a list")
         .iter()
         .map(|r| r["id"].as_str().expect("id").to_string())

@@ -87,7 +87,7 @@ fn run_with(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    super::contract::auto(serde_json::from_slice(&out.stdout).unwrap())
 }
 
 /// The venv's `libraries[]`.

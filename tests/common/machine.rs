@@ -165,7 +165,10 @@ pub fn json_on_root(
         !root.join("executed").exists(),
         "envdoctor executed a stand-in interpreter"
     );
-    (out.status.code().unwrap_or(-1), report)
+    (
+        out.status.code().unwrap_or(-1),
+        super::contract::auto(report),
+    )
 }
 
 /// The findings of one rule.

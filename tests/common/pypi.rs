@@ -1,19 +1,54 @@
-//! Test helper: running python3/pip for tests that need PyPI, under the project's policy: such
-//! a test skips (saying why) when PyPI or python3 is not at hand, unless
-//! `ENVDOCTOR_REQUIRE_PYPI` is set (CI sets it), where it fails instead.
+//! Test helper: running python3/pip for tests that need PyPI, under the project's policy.
+//!
+//! PyPI is a tier of its own: plain `cargo test` downloads nothing from it. `ENVDOCTOR_PYPI=1`
+//! runs the tier (real framework venvs, real NVIDIA wheels: about 14 GB cold); a test of it
+//! skips (saying why) when PyPI or python3 is not at hand, unless `ENVDOCTOR_REQUIRE_PYPI` is
+//! set (CI sets both), where it fails instead. `ENVDOCTOR_REQUIRE_PYPI` implies the tier.
+//! The gate sits where the network is used: [`cached_venv`] and [`run`] of a `pip install`,
+//! `pip download` or `pip wheel` that may reach an index. A test that only makes a venv with
+//! `python3 -m venv` (no index) still runs in the quick tier.
 //! `use crate::common::pypi;`
 #![allow(dead_code)]
 
 use std::path::Path;
 use std::process::Command;
 
-/// Whether PyPI tests are mandatory here.
+/// Whether PyPI tests are mandatory here (fail instead of skip); implies [`enabled`].
 pub fn require_pypi() -> bool {
     std::env::var_os("ENVDOCTOR_REQUIRE_PYPI").is_some()
 }
 
-/// Run a command that must succeed: its stdout, or why not.
+/// Whether the PyPI tier runs: `ENVDOCTOR_PYPI` set to anything but `0` or empty, or
+/// [`require_pypi`].
+pub fn enabled() -> bool {
+    require_pypi() || std::env::var("ENVDOCTOR_PYPI").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Why a PyPI step does not run here, when the tier is off.
+pub fn off() -> Result<(), String> {
+    if enabled() {
+        Ok(())
+    } else {
+        Err("the PyPI tier is off (ENVDOCTOR_PYPI=1 runs it)".into())
+    }
+}
+
+/// Whether `cmd` is a pip command that may download from an index.
+fn reaches_pypi(cmd: &Command) -> bool {
+    let args: Vec<_> = cmd.get_args().filter_map(|a| a.to_str()).collect();
+    let Some(at) = args.iter().position(|a| *a == "pip") else {
+        return false;
+    };
+    let sub = args[at + 1..].iter().find(|a| !a.starts_with('-'));
+    matches!(sub, Some(&"install" | &"download" | &"wheel")) && !args.contains(&"--no-index")
+}
+
+/// Run a command that must succeed: its stdout, or why not. A pip command that may reach PyPI
+/// is refused (an `Err`) while the tier is off.
 pub fn run(cmd: &mut Command) -> Result<String, String> {
+    if reaches_pypi(cmd) {
+        off()?;
+    }
     let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
@@ -30,6 +65,10 @@ pub fn need<T>(what: &str, r: Result<T, String>) -> Option<T> {
     match r {
         Ok(v) => Some(v),
         Err(e) if require_pypi() => panic!("{what}: {e}"),
+        Err(e) if !enabled() => {
+            eprintln!("SKIPPED: {what}: {e}");
+            None
+        }
         Err(e) => {
             eprintln!("SKIPPED: {what} needs python3, pip and PyPI: {e}");
             None
@@ -77,6 +116,7 @@ fn fnv(s: &str) -> u64 {
 /// a lock directory, so concurrent tests wait for one build instead of racing; a build that died
 /// leaves no `.complete` marker and is redone. Returns the venv directory.
 pub fn cached_venv(reqs: &[&str]) -> Result<std::path::PathBuf, String> {
+    off()?;
     let py_version = run(Command::new("python3").args(["-c", "import sys; print(sys.version)"]))?;
     let key = format!("{}|{}", py_version.trim(), reqs.join(" "));
     let slug: String = reqs
