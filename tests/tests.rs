@@ -50,6 +50,7 @@ mod robust_children;
 mod robust_cli;
 mod robust_fuzz;
 mod robust_inputs;
+mod robust_run;
 mod rule_pack_field;
 mod rule_pack_machines;
 mod ship_cli;

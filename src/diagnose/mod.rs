@@ -12,6 +12,7 @@ pub mod confirm;
 pub mod matcher;
 pub mod reader;
 pub mod render;
+pub mod supervise;
 
 use crate::rules::compile::Rule;
 use crate::rules::model::Severity;
