@@ -48,6 +48,7 @@ mod python_packages;
 mod python_requires;
 mod robust_children;
 mod robust_cli;
+mod robust_escape;
 mod robust_fuzz;
 mod robust_inputs;
 mod robust_run;
