@@ -255,7 +255,7 @@ pub fn find(start: &Path) -> Option<PathBuf> {
 /// Whether a pyproject.toml has a `tool.envdoctor` table, in any TOML spelling (`[tool]` with
 /// `envdoctor.fail-on = ...`, `[ tool.envdoctor ]`, `tool = { envdoctor = ... }`). A file that
 /// is not valid TOML counts when a line mentions it, so that reading it names the error.
-fn has_tool_table(text: &str) -> bool {
+pub fn has_tool_table(text: &str) -> bool {
     if let Ok(t) = text.parse::<toml::Table>() {
         return t
             .get("tool")

@@ -160,7 +160,10 @@ fn toolkits(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Vec<Toolkit
         // A version file that is a FIFO or a device is read by no one: said, not lost.
         for name in ["version.json", "version.txt"] {
             if let Err(e @ crate::root::RootError::NotAFile { .. }) = root.open(&real.join(name)) {
-                if !errors.iter().any(|x| x.path.as_deref() == Some(&*e.path().to_string_lossy())) {
+                if !errors
+                    .iter()
+                    .any(|x| x.path.as_deref() == Some(&*e.path().to_string_lossy()))
+                {
                     errors.push(ProbeError::from_root(PROBE, &e));
                 }
             }

@@ -20,7 +20,7 @@ use serde::Serialize;
 /// name.
 pub fn leave_out_people(snap: &mut Snapshot) {
     for g in &mut snap.gpus {
-        for p in &mut g.processes {
+        for p in &mut g.live.processes {
             p.name = None;
             p.user = None;
             p.uid = None;
