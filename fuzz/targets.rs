@@ -284,6 +284,51 @@ fn diagnose_log(_: &mut Scratch, b: &[u8]) {
     });
 }
 
+/// The project file (issue 30): `envdoctor.toml` and a pyproject's `[tool.envdoctor]` in any
+/// spelling, through the parser and the check for the table.
+fn config_toml(_: &mut Scratch, b: &[u8]) {
+    let t = text(b);
+    let _ = envdoctor::config::parse_file("envdoctor.toml", &t, false);
+    if envdoctor::config::has_tool_table(&t) {
+        let _ = envdoctor::config::parse_file("pyproject.toml", &t, true);
+    }
+}
+
+/// The escaping layer (issue 30): what comes out holds no control character and no raw
+/// Markdown/HTML opener, whatever went in (a violation panics, which the engine reports).
+fn escape(_: &mut Scratch, b: &[u8]) {
+    use envdoctor::report::escape as e;
+    let t = text(b);
+    let line = e::one_line(&t);
+    assert!(
+        !line.chars().any(|c| c.is_control() && c != '\t'),
+        "{line:?}"
+    );
+    let term = e::terminal(&t, true);
+    assert!(
+        !term
+            .chars()
+            .any(|c| c.is_control() && !"\n\t\x1b".contains(c)),
+        "{term:?}"
+    );
+    let md = e::md_text(&t);
+    assert!(!md.contains('\n'), "{md:?}");
+    for (i, c) in md.char_indices() {
+        if "<`*_[|&".contains(c) {
+            assert!(md[..i].ends_with('\\'), "unescaped {c:?} in {md:?}");
+        }
+    }
+    let html = e::html(&t);
+    assert!(!html.contains('<') && !html.contains('>'), "{html:?}");
+    let code = e::md_code(&t);
+    assert!(!code.contains('\n'), "{code:?}");
+    let gh = e::gh_property(&t);
+    assert!(
+        !gh.contains('\n') && !gh.contains(',') && !gh.contains(':'),
+        "{gh:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Structure-aware mutators.
 
@@ -632,6 +677,23 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             30,
             4 << 20,
         ),
+        "config-toml" => {
+            let mut v = files(
+                &[repo(".")],
+                &|n| n == "envdoctor.toml" || n == "pyproject.toml",
+                20,
+                1 << 16,
+            );
+            v.push(b"[tool]\nenvdoctor.fail-on = \"never\"\n".to_vec());
+            v.push(b"[ tool.envdoctor ]\nrules = [\"r\"]\nignore = [\"a:b\"]\n[tool.envdoctor.params.x]\nn = 1\n".to_vec());
+            v.push(b"rules = [\"a\", \"b\"]\nfail-on = \"warning\"\n[severity]\nx = \"info\"\n".to_vec());
+            v
+        }
+        "escape" => vec![
+            b"\n<!--\n@octocat </details><img src=x> \x1b]0;t\x07 ``x`` \xe2\x80\xae [l](u) | c |\r\n::error::X".to_vec(),
+            b"/home/u/proj/.venv/bin/python".to_vec(),
+            b"- 1. # > ~ & \\ `".to_vec(),
+        ],
         _ => Vec::new(),
     };
     if name == "requires-txt" {
@@ -964,6 +1026,20 @@ pub fn all() -> Vec<Target> {
             dict: TEXT_DICT,
             mutate: None,
             run: snapshot_json,
+        },
+        Target {
+            name: "config-toml",
+            parser: "config::parse_file + has_tool_table (toml)",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: config_toml,
+        },
+        Target {
+            name: "escape",
+            parser: "report::escape (every output kind's escaping)",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: escape,
         },
     ]
 }

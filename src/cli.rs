@@ -477,7 +477,15 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Err
         crate::timings::enable();
     }
     let (config, rules, mut snap, project) = rules_and_facts(&args)?;
+    if global.verbose {
+        for note in crate::snapshot::take_ignored_fields() {
+            eprintln!("envdoctor: note: {note}");
+        }
+    }
     apply_expectations(&args, &config, &mut snap);
+    if report {
+        crate::report::envreport::leave_out_people(&mut snap);
+    }
     // Rules get what is left of the deadline, and a little grace, so `check` ends by then.
     let deadline = std::time::Duration::from_secs_f64(args.probe.deadline.clamp(0.1, 3600.0));
     let limits = crate::rules::EvalLimits {
@@ -497,6 +505,12 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Err
     let text = render_check(
         &args, global, report, &rules, &found, &summary, &snap, project,
     );
+    let text = if !report && args.format == CheckFormat::Text {
+        // The last guard for a terminal or a CI log: only our own colours get through.
+        crate::report::escape::terminal(&text, Style::stdout().color).into_owned()
+    } else {
+        text
+    };
     out(&text)?;
     if args.probe.timings {
         crate::timings::record("render", t.elapsed());

@@ -138,9 +138,12 @@ impl Config {
             ignore: Vec::new(),
             severity: Vec::new(),
         };
+        // Each path is resolved once: thousands of entries merge in linear time.
+        let mut seen = std::collections::HashSet::new();
         for l in layers {
             for r in l.rules {
-                if !c.rules.iter().any(|have| same_path(&have.value, &r.value)) {
+                let key = std::fs::canonicalize(&r.value).unwrap_or_else(|_| r.value.clone());
+                if seen.insert(key) {
                     c.rules.push(r);
                 }
             }
@@ -196,11 +199,6 @@ impl Config {
     }
 }
 
-fn same_path(a: &Path, b: &Path) -> bool {
-    a == b
-        || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
-}
-
 // ---------------------------------------------------------------------------------------------
 // The project file.
 
@@ -235,12 +233,18 @@ struct PyTool {
 pub fn find(start: &Path) -> Option<PathBuf> {
     for dir in start.ancestors() {
         let own = dir.join("envdoctor.toml");
-        if own.is_file() {
+        // Whatever it is: a directory or a FIFO of that name is refused by name when read.
+        if std::fs::symlink_metadata(&own).is_ok() {
             return Some(own);
         }
         let py = dir.join("pyproject.toml");
-        if py.is_file() && std::fs::read_to_string(&py).is_ok_and(|t| has_tool_table(&t)) {
-            return Some(py);
+        if std::fs::symlink_metadata(&py).is_ok() {
+            match read_text(&py) {
+                Ok(t) if has_tool_table(&t) => return Some(py),
+                Ok(_) => {}
+                // Not necessarily ours: said, and passed over.
+                Err(e) => eprintln!("envdoctor: warning: {e}; not read"),
+            }
         }
         if dir.join(".git").exists() {
             return None;
@@ -249,10 +253,18 @@ pub fn find(start: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Whether a pyproject.toml mentions `[tool.envdoctor]` (as a table header or dotted key).
-fn has_tool_table(text: &str) -> bool {
+/// Whether a pyproject.toml has a `tool.envdoctor` table, in any TOML spelling (`[tool]` with
+/// `envdoctor.fail-on = ...`, `[ tool.envdoctor ]`, `tool = { envdoctor = ... }`). A file that
+/// is not valid TOML counts when a line mentions it, so that reading it names the error.
+pub fn has_tool_table(text: &str) -> bool {
+    if let Ok(t) = text.parse::<toml::Table>() {
+        return t
+            .get("tool")
+            .and_then(|t| t.as_table())
+            .is_some_and(|t| t.contains_key("envdoctor"));
+    }
     text.lines().any(|l| {
-        let l = l.trim_start();
+        let l: String = l.chars().filter(|c| !c.is_whitespace()).collect();
         l.starts_with("[tool.envdoctor]")
             || l.starts_with("[tool.envdoctor.")
             || l.starts_with("tool.envdoctor")
@@ -262,9 +274,30 @@ fn has_tool_table(text: &str) -> bool {
 /// Read a project file (`envdoctor.toml`, or a `pyproject.toml`'s `[tool.envdoctor]`).
 pub fn read_file(path: &Path) -> Result<Layer, Error> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::input(&shown, format!("cannot read configuration: {e}")))?;
+    let text = read_text(path)?;
     parse_file(&shown, &text, is_pyproject(path))
+}
+
+/// The most a configuration file may hold.
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+/// How long reading one may take (a dead network mount).
+pub const CONFIG_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A configuration file's text, through the guarded reader (regular files only, capped,
+/// with a deadline).
+fn read_text(path: &Path) -> Result<String, Error> {
+    let shown = path.display().to_string();
+    let bytes =
+        crate::root::read_guarded(path, MAX_CONFIG_BYTES, CONFIG_DEADLINE).map_err(|e| {
+            let why = match e {
+                crate::root::RootError::NotAFile { kind, .. } => format!("is {kind}, not a file"),
+                crate::root::RootError::Io { source, .. } => source.to_string(),
+                other => other.to_string(),
+            };
+            Error::input(&shown, format!("cannot read configuration: {why}"))
+        })?;
+    String::from_utf8(bytes)
+        .map_err(|_| Error::input(&shown, "cannot read configuration: not UTF-8 text"))
 }
 
 fn is_pyproject(path: &Path) -> bool {
@@ -273,7 +306,8 @@ fn is_pyproject(path: &Path) -> bool {
 
 /// Parse a project file's text; `shown` names it in errors (`shown:LINE: ...`).
 pub fn parse_file(shown: &str, text: &str, pyproject: bool) -> Result<Layer, Error> {
-    let at = |span: std::ops::Range<usize>| format!("{shown}:{}", line_of(text, span.start));
+    let starts = line_starts(text);
+    let at = |span: std::ops::Range<usize>| format!("{shown}:{}", line_of(&starts, span.start));
     let keys = if pyproject {
         toml::from_str::<PyProject>(text)
             .map(|p| p.tool.and_then(|t| t.envdoctor).unwrap_or_default())
@@ -337,12 +371,16 @@ pub fn parse_file(shown: &str, text: &str, pyproject: bool) -> Result<Layer, Err
     Ok(layer)
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+/// Where each line after the first starts, so a value's line is a binary search away.
+fn line_starts(text: &str) -> Vec<usize> {
+    memchr::memchr_iter(b'\n', text.as_bytes())
+        .map(|i| i + 1)
+        .collect()
+}
+
+/// The 1-based line of byte `offset`.
+fn line_of(starts: &[usize], offset: usize) -> usize {
+    starts.partition_point(|&s| s <= offset) + 1
 }
 
 fn toml_to_json(v: &toml::Value) -> Option<Value> {
@@ -383,7 +421,8 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Layer, Error> {
     };
     const RULES: &str = "ENVDOCTOR_RULES";
     if let Some(v) = var(RULES).filter(|v| !v.is_empty()) {
-        for p in std::env::split_paths(&v) {
+        // An empty entry (`:/dir`, a trailing `:`) names nothing, as in PATH-like lists.
+        for p in std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()) {
             layer.rules.push(sourced(p, RULES));
         }
     }

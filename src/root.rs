@@ -341,6 +341,100 @@ impl Root {
     }
 }
 
+/// Read a file named by the user or found in a project (configuration, a pyproject.toml) on
+/// this host, guarded: only a regular file (a FIFO, socket, device or directory is refused
+/// without opening it, and the open is non-blocking with the type checked again on the open
+/// file), at most `limit` bytes, and within `deadline` (a dead network mount cannot hang the
+/// caller; the reading thread is left behind).
+pub fn read_guarded(
+    path: &Path,
+    limit: u64,
+    deadline: std::time::Duration,
+) -> Result<Vec<u8>, RootError> {
+    let owned = path.to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("guarded-read".into())
+        .spawn(move || {
+            let _ = tx.send(read_regular(&owned, limit));
+        });
+    if spawned.is_err() {
+        return read_regular(path, limit);
+    }
+    rx.recv_timeout(deadline).unwrap_or_else(|_| {
+        Err(io_err(
+            path,
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no answer within {} s", deadline.as_secs_f32()),
+            ),
+        ))
+    })
+}
+
+fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, RootError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let not_a_file = |ft: &fs::FileType| RootError::NotAFile {
+        path: path.to_path_buf(),
+        kind: file_kind(ft),
+    };
+    let md = fs::metadata(path).map_err(|e| io_err(path, e))?;
+    if !md.is_file() {
+        return Err(not_a_file(&md.file_type()));
+    }
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| io_err(path, e))?;
+    let md = f.metadata().map_err(|e| io_err(path, e))?;
+    if !md.is_file() {
+        return Err(not_a_file(&md.file_type()));
+    }
+    if md.len() > limit {
+        return Err(RootError::TooLarge {
+            path: path.to_path_buf(),
+            limit,
+        });
+    }
+    let mut buf = Vec::with_capacity(md.len() as usize);
+    f.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| io_err(path, e))?;
+    if buf.len() as u64 > limit {
+        return Err(RootError::TooLarge {
+            path: path.to_path_buf(),
+            limit,
+        });
+    }
+    Ok(buf)
+}
+
+/// `value` with the userinfo of every `scheme://userinfo@host` replaced by `***` (before a
+/// PATH-like list is split on `:`, which would cut `user:password` apart): no fact derived
+/// from `PYTHONPATH`, `PATH` or `LD_LIBRARY_PATH` carries a URL's password.
+pub fn without_url_credentials(value: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let Some(first) = memchr::memmem::find(value, b"://") else {
+        return std::borrow::Cow::Borrowed(value);
+    };
+    let mut out = value[..first].to_vec();
+    let mut rest = &value[first..];
+    while let Some(pos) = memchr::memmem::find(rest, b"://") {
+        out.extend_from_slice(&rest[..pos + 3]);
+        let tail = &rest[pos + 3..];
+        let host_end = memchr::memchr(b'/', tail).unwrap_or(tail.len());
+        match memchr::memrchr(b'@', &tail[..host_end]) {
+            Some(at) => {
+                out.extend_from_slice(b"***");
+                rest = &tail[at..];
+            }
+            None => rest = tail,
+        }
+    }
+    out.extend_from_slice(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 fn file_kind(ft: &fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if ft.is_dir() {
@@ -450,8 +544,7 @@ impl Env {
         match self.get_os(name) {
             None => Vec::new(),
             Some(v) if v.is_empty() => Vec::new(),
-            Some(v) => v
-                .as_bytes()
+            Some(v) => without_url_credentials(v.as_bytes())
                 .split(|b| *b == b':')
                 .map(|part| PathBuf::from(OsStr::from_bytes(part)))
                 .collect(),
@@ -573,6 +666,20 @@ mod tests {
             root.machine_path(Path::new("/srv/machine/usr/bin")),
             Some(PathBuf::from("/usr/bin"))
         );
+    }
+
+    #[test]
+    fn url_credentials_never_reach_a_split_path_list() {
+        let env = Env::from_pairs([(
+            "PYTHONPATH",
+            "/a:https://bob:s3cr:et@pypi.example/simple:/b",
+        )]);
+        let parts: Vec<String> = env
+            .split_path("PYTHONPATH")
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(parts, ["/a", "https", "//***@pypi.example/simple", "/b"]);
     }
 
     #[test]

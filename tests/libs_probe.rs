@@ -951,7 +951,7 @@ fn load_results_are_reused_until_a_library_file_changes() {
     let first = run(&[]);
     assert_eq!(first["status"], "loaded", "{first:#}");
     assert!(first.get("from_cache").is_none(), "{first:#}");
-    assert!(home.join(".cache/envdoctor/load-v1").is_dir());
+    assert!(home.join(".cache/envdoctor/load-v2").is_dir());
     let second = run(&[]);
     assert_eq!(second["from_cache"], true, "{second:#}");
     let mut same = second.clone();

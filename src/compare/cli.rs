@@ -30,7 +30,64 @@ pub struct CompareArgs {
     /// Do not evaluate rules: compare facts only.
     #[arg(long)]
     pub no_rules: bool,
+    /// Seconds one rule may spend on one snapshot before it is stopped (as `check`'s).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub rule_budget: f64,
+    /// Seconds all rules together may take on all the snapshots.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub deadline: f64,
 }
+
+/// Every snapshot's verdicts under the rule budget and the deadline. A rule stopped on any
+/// snapshot is left out on all of them (a verdict it did not reach is unknown, not fixed), and
+/// named on stderr.
+fn all_verdicts(
+    rules: &RuleSet,
+    snaps: &[(String, crate::Snapshot)],
+    args: &CompareArgs,
+) -> Result<Vec<Vec<Verdict>>, Error> {
+    let secs = |v: f64, flag: &str| {
+        if v.is_finite() && v > 0.0 && v <= 3600.0 {
+            Ok(std::time::Duration::from_secs_f64(v))
+        } else {
+            Err(Error::input(
+                flag,
+                format!("{v} is not a number of seconds between 0 and 3600"),
+            ))
+        }
+    };
+    let limits = crate::rules::EvalLimits {
+        per_rule: secs(args.rule_budget, "--rule-budget")?,
+        until: Some(std::time::Instant::now() + secs(args.deadline, "--deadline")?),
+    };
+    let mut cut = std::collections::BTreeSet::new();
+    let mut all = Vec::new();
+    for (_, s) in snaps {
+        let (found, stopped, ids) = rules.check_limited(s, limits);
+        for m in stopped {
+            eprintln!("envdoctor: compare: {m}");
+        }
+        cut.extend(ids);
+        all.push(found);
+    }
+    Ok(all
+        .into_iter()
+        .map(|found| {
+            found
+                .into_iter()
+                .filter(|f| !cut.contains(&f.rule))
+                .map(|f| Verdict {
+                    rule_id: f.rule,
+                    severity: f.severity.as_str().to_string(),
+                    title: f.title,
+                    message: f.message,
+                    subject: f.subject,
+                })
+                .collect()
+        })
+        .collect())
+}
+
 
 /// Run `envdoctor compare`; returns 0 (no drift) or 1 (drift). `-q`/`-v` (global) set how
 /// much of the text is printed.
@@ -68,25 +125,20 @@ pub fn run(
     }
     let opts = CompareOptions {
         all: args.all,
-        only: args.only,
+        only: args.only.clone(),
     };
     // Drift that changes a rule's verdict ranks first: the shipped pack (and --rules) runs on
-    // each snapshot.
+    // each snapshot, under check's limits: each rule its budget, all of them one deadline.
+    let verdicts = rules
+        .as_ref()
+        .map(|r| all_verdicts(r, &snaps, &args))
+        .transpose()?
+        .unwrap_or_default();
     let verdicts = |s: &crate::Snapshot| -> Vec<Verdict> {
-        rules
-            .as_ref()
-            .map(|r| {
-                r.check(s)
-                    .into_iter()
-                    .map(|f| Verdict {
-                        rule_id: f.rule,
-                        severity: f.severity.as_str().to_string(),
-                        title: f.title,
-                        message: f.message,
-                        subject: f.subject,
-                    })
-                    .collect()
-            })
+        snaps
+            .iter()
+            .position(|(_, x)| std::ptr::eq(x, s))
+            .and_then(|i| verdicts.get(i).cloned())
             .unwrap_or_default()
     };
     let report = compare(
@@ -94,11 +146,15 @@ pub fn run(
         &opts,
         rules.as_ref().map(|_| &verdicts as &VerdictFn),
     )?;
+    // For people: every value from the snapshots on one line, no control characters.
+    let shown = crate::report::escape::one_line_all;
     let text = match args.format {
         Format::Json => crate::report::compare::render_json(&report),
-        Format::Markdown => crate::report::compare::render_markdown(&report),
+        Format::Markdown => crate::report::compare::render_markdown(&shown(&report)),
         Format::Text => {
-            crate::report::compare::render_text_at(&report, style::stdout_color(), detail)
+            let color = style::stdout_color();
+            let t = crate::report::compare::render_text_at(&shown(&report), color, detail);
+            crate::report::escape::terminal(&t, color).into_owned()
         }
     };
     write_stdout(&text).map_err(|e| Error::other(format!("cannot write to stdout: {e}")))?;

@@ -1,6 +1,5 @@
 //! The `diagnose` and `run` subcommands: arguments, where the log and the facts come from, and
-//! `run`'s tee of the command's output (streamed through unchanged, the last
-//! [`RUN_CAPTURE`] bytes kept for the diagnosis).
+//! what `run` does with the output its supervisor ([`super::supervise`]) relayed and kept.
 
 use super::matcher::SymptomIndex;
 use super::{render, Report};
@@ -12,13 +11,8 @@ use crate::report::{write_stdout, Format};
 use crate::rules::RuleSet;
 use crate::Error;
 use clap::Args;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-
-/// How much of a command's output `run` keeps for the diagnosis (the latest bytes).
-pub const RUN_CAPTURE: usize = 32 << 20;
 
 /// Where the facts come from and how to print, shared by `diagnose` and `run`.
 #[derive(Debug, Args)]
@@ -131,8 +125,10 @@ fn finish(scan: super::Scan, rules: &RuleSet, f: &FactArgs, shown: &str) -> Resu
         match &f.from {
             Some(path) => {
                 let s = path.display().to_string();
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| Error::input(&s, format!("cannot read snapshot: {e}")))?;
+                // Capped as `check --from` and `compare` are (ENVDOCTOR_MAX_SNAPSHOT_MIB).
+                let bytes = crate::snapshot::read_capped(path)?;
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| Error::input(&s, "cannot read snapshot: not UTF-8 text"))?;
                 let snap = crate::Snapshot::from_json(&text, &s)?;
                 (
                     serde_json::to_value(&snap).unwrap_or_default(),
@@ -215,76 +211,15 @@ fn exit(r: &Report) -> Exit {
     Exit::found_if(!confirmed)
 }
 
-/// The latest lines a command printed, complete lines only, at most [`RUN_CAPTURE`] bytes.
-#[derive(Default)]
-struct Tail {
-    buf: Vec<u8>,
-}
-
-impl Tail {
-    fn push_line(&mut self, line: &[u8]) {
-        self.buf.extend_from_slice(line);
-        if self.buf.len() > RUN_CAPTURE {
-            let excess = self.buf.len() - RUN_CAPTURE / 2;
-            let cut = memchr::memchr(b'\n', &self.buf[excess..]).map_or(excess, |i| excess + i + 1);
-            self.buf.drain(..cut);
-        }
-    }
-}
-
-fn tee<R: Read + Send + 'static>(
-    mut from: R,
-    to_stderr: bool,
-    tail: Arc<Mutex<Tail>>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut chunk = vec![0u8; 64 * 1024];
-        let mut partial: Vec<u8> = Vec::new();
-        loop {
-            let n = match from.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            let data = &chunk[..n];
-            if to_stderr {
-                let mut e = std::io::stderr().lock();
-                let _ = e.write_all(data).and_then(|_| e.flush());
-            } else {
-                let mut o = std::io::stdout().lock();
-                let _ = o.write_all(data).and_then(|_| o.flush());
-            }
-            partial.extend_from_slice(data);
-            if let Some(last) = memchr::memrchr(b'\n', &partial) {
-                if let Ok(mut t) = tail.lock() {
-                    t.push_line(&partial[..=last]);
-                }
-                partial.drain(..=last);
-            }
-            if partial.len() > super::reader::MAX_LINE * 4 {
-                partial.truncate(super::reader::MAX_LINE);
-            }
-        }
-        if !partial.is_empty() {
-            partial.push(b'\n');
-            if let Ok(mut t) = tail.lock() {
-                t.push_line(&partial);
-            }
-        }
-    })
-}
-
 /// `envdoctor run -- CMD ARGS…`: exit with CMD's status.
 pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
-    let rules = RuleSet::shipped_with(&a.facts.rules)?;
+    // The rules load while the command runs: the job starts at once, and a signal sent right
+    // after `run` starts already finds the supervisor.
+    let extra = a.facts.rules.clone();
+    let rules = std::thread::spawn(move || RuleSet::shipped_with(&extra));
     let shown = a.command.join(" ");
-    let mut child = match Command::new(&a.command[0])
-        .args(&a.command[1..])
-        .stdin(Stdio::inherit())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
+    let outcome = match super::supervise::supervise(&a.command) {
+        Ok(o) => o,
         Err(e) => {
             let code = if e.kind() == std::io::ErrorKind::NotFound {
                 127
@@ -295,36 +230,31 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
             return Ok(Exit::Passed(code));
         }
     };
-    let tail = Arc::new(Mutex::new(Tail::default()));
-    let mut threads = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        threads.push(tee(out, false, tail.clone()));
-    }
-    if let Some(err) = child.stderr.take() {
-        threads.push(tee(err, true, tail.clone()));
-    }
-    let status = child
-        .wait()
-        .map_err(|e| Error::other(format!("waiting for `{shown}`: {e}")))?;
-    for t in threads {
-        let _ = t.join();
-    }
-    let code = status.code().unwrap_or_else(|| {
-        use std::os::unix::process::ExitStatusExt;
-        128 + status.signal().unwrap_or(0)
-    });
-    if status.success() {
+    if outcome.status.success() {
+        // Nothing to diagnose: the rules are not waited for.
         return Ok(Exit::Success);
     }
-    let captured = tail.lock().map(|t| t.buf.clone()).unwrap_or_default();
-    eprintln!("\nenvdoctor run: `{shown}` exited with status {code}; diagnosing its output\n");
-    let index = SymptomIndex::new(rules.rules());
-    let result = super::scan(&captured[..], &index)
-        .map_err(|e| read_error(&shown, e))
-        .and_then(|s| finish(s, &rules, &a.facts, &shown));
-    match result {
-        Ok(report) => emit(&report, a.facts.format, true)?,
-        Err(e) => eprintln!("envdoctor run: could not diagnose: {e}"),
+    let code = outcome.code();
+    let signal = std::os::unix::process::ExitStatusExt::signal(&outcome.status);
+    // A child ended by a broken pipe has no reader left to tell.
+    if signal != Some(libc::SIGPIPE) {
+        let rules = rules
+            .join()
+            .unwrap_or_else(|_| Err(Error::other("loading the rules failed")));
+        eprintln!("\nenvdoctor run: `{shown}` exited with status {code}; diagnosing its output\n");
+        let result = rules.and_then(|rules| {
+            let index = SymptomIndex::new(rules.rules());
+            super::scan(&outcome.captured[..], &index)
+                .map_err(|e| read_error(&shown, e))
+                .and_then(|s| finish(s, &rules, &a.facts, &shown))
+        });
+        match result {
+            Ok(report) => emit(&report, a.facts.format, true)?,
+            Err(e) => eprintln!("envdoctor run: could not diagnose: {e}"),
+        }
+    }
+    if let Some(sig) = signal {
+        super::supervise::reraise(sig);
     }
     Ok(Exit::Passed(code))
 }

@@ -18,6 +18,7 @@ pub mod logfacts;
 pub mod matcher;
 pub mod reader;
 pub mod render;
+pub mod supervise;
 
 use crate::rules::compile::Rule;
 use crate::rules::model::Severity;

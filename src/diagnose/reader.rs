@@ -70,12 +70,18 @@ pub fn for_each_candidate<R: Read>(
             Err(e) => return Err(ReadError::Io(e)),
         };
         let mut data = &chunk[..n];
+        st.bytes += n as u64;
         if first {
+            // A log truncated in place while its writer kept its offset (logrotate's
+            // `copytruncate`) starts with a run of NULs: skipped, not taken for UTF-16.
+            data = &data[data.iter().take_while(|&&b| b == 0).count()..];
+            if data.is_empty() {
+                continue;
+            }
             first = false;
             sniff(data)?;
             data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
         }
-        st.bytes += n as u64;
         keep_tail(&mut st.tail, data);
         // The line that began in an earlier chunk.
         let Some(start) = finish_carried(data, &mut carry, &mut cut, &mut st, &mut scratch, &mut f)
@@ -339,6 +345,16 @@ mod tests {
         assert_eq!(l[4].0, 3, "segments keep their line's number");
         assert_eq!(st.lines, 5);
         assert_eq!(st.non_utf8_lines, 1);
+    }
+
+    #[test]
+    fn a_log_that_starts_with_nuls_after_copytruncate_is_read() {
+        let mut input = vec![0u8; 100_000];
+        input.extend_from_slice(b"Traceback (most recent call last):\nboom\n");
+        let (l, st) = lines(&input);
+        let texts: Vec<&str> = l.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(texts, ["Traceback (most recent call last):", "boom"]);
+        assert_eq!(st.bytes, input.len() as u64);
     }
 
     #[test]

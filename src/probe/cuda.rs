@@ -157,6 +157,17 @@ fn toolkits(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Vec<Toolkit
                 continue;
             }
         };
+        // A version file that is a FIFO or a device is read by no one: said, not lost.
+        for name in ["version.json", "version.txt"] {
+            if let Err(e @ crate::root::RootError::NotAFile { .. }) = root.open(&real.join(name)) {
+                if !errors
+                    .iter()
+                    .any(|x| x.path.as_deref() == Some(&*e.path().to_string_lossy()))
+                {
+                    errors.push(ProbeError::from_root(PROBE, &e));
+                }
+            }
+        }
         let real_s = real.to_string_lossy().into_owned();
         if let Some(t) = out.iter_mut().find(|t| t.path == real_s) {
             let alias = if by_dir(&source) {

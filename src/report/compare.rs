@@ -680,7 +680,7 @@ fn text_by_machine(o: &mut String, fl: &FleetReport, st: &Style) {
 }
 
 fn md(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    super::escape::md_text(s)
 }
 
 fn code(s: &str) -> String {
@@ -688,13 +688,7 @@ fn code(s: &str) -> String {
         return String::new();
     }
     // A cell of a few hundred characters (a long list) makes the table unreadable: elide it.
-    format!(
-        "`{}`",
-        elide_middle(s, 120)
-            .replace('`', "'")
-            .replace('|', "\\|")
-            .replace('\n', " ")
-    )
+    super::escape::md_code(&elide_middle(&super::escape::one_line(s), 120))
 }
 
 fn opt_code(s: Option<&str>) -> String {
@@ -840,7 +834,7 @@ fn md_fleet(r: &CompareReport) -> String {
             let _ = writeln!(
                 o,
                 "<details><summary>{} ({} difference(s))</summary>\n",
-                md(&m.machine),
+                super::escape::html(&m.machine),
                 m.differences.len()
             );
             let _ = writeln!(o, "| fact | value | majority |\n|---|---|---|");

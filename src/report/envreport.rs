@@ -6,6 +6,7 @@
 //! Secrets are never included: environment values come from the snapshot's allowlist (already
 //! redacted by the env probe), and the hostname, user names and process names are left out.
 
+use super::escape::{html, one_line};
 use super::inventory;
 use super::markdown::{findings_section, md_cell, probe_problems, summary_list};
 use super::verdict::Summary;
@@ -13,6 +14,20 @@ use crate::rules::Finding;
 use crate::snapshot::{Framework, Host, Nvml, Python};
 use crate::Snapshot;
 use serde::Serialize;
+
+/// Leave out of `snap` who else uses this machine before a report is made of it (the rules
+/// then never name them either): the name, user and uid of every GPU process, and the host
+/// name.
+pub fn leave_out_people(snap: &mut Snapshot) {
+    for g in &mut snap.gpus {
+        for p in &mut g.live.processes {
+            p.name = None;
+            p.user = None;
+            p.uid = None;
+        }
+    }
+    snap.host.hostname = None;
+}
 
 /// Packages a maintainer asks about (besides `nvidia-*`).
 const ML_PACKAGES: &[&str] = &[
@@ -226,6 +241,14 @@ fn driver_line(n: &Nvml) -> String {
     }
 }
 
+/// Lines in a fenced code block (each on its own line, fenced past any backticks they hold).
+fn code_block(lines: &[String]) -> String {
+    let body: Vec<String> = lines.iter().map(|l| one_line(l).into_owned()).collect();
+    let body = body.join("\n");
+    let fence = super::escape::md_fence(&body);
+    format!("\n{fence}\n{body}\n{fence}\n")
+}
+
 /// `envdoctor report` as Markdown.
 pub fn markdown(findings: &[Finding], summary: &Summary, snap: &Snapshot) -> String {
     let f = facts(snap);
@@ -273,25 +296,24 @@ pub fn markdown(findings: &[Finding], summary: &Summary, snap: &Snapshot) -> Str
     for p in &f.pythons {
         out.push_str(&format!(
             "<details><summary>Python {} at <code>{}</code> ({})</summary>\n\n",
-            p.version.as_deref().unwrap_or("?"),
-            p.path,
-            p.found_as.join(", ")
+            html(p.version.as_deref().unwrap_or("?")),
+            html(&p.path),
+            html(&p.found_as.join(", "))
         ));
         for fw in &p.frameworks {
-            out.push_str(&format!("- framework: {fw}\n"));
+            out.push_str(&format!("- framework: {}\n", md_cell(fw)));
         }
         if p.packages.is_empty() {
             out.push_str("- no ML packages\n");
         } else {
-            out.push_str(&format!("\n```\n{}\n```\n", p.packages.join("\n")));
+            out.push_str(&code_block(&p.packages));
         }
         out.push_str("\n</details>\n\n");
     }
     if !f.env.is_empty() {
-        out.push_str(&format!(
-            "Environment variables:\n\n```\n{}\n```\n\n",
-            f.env.join("\n")
-        ));
+        out.push_str("Environment variables:\n");
+        out.push_str(&code_block(&f.env));
+        out.push('\n');
     }
     out.push_str(&probe_problems(snap));
     out

@@ -23,14 +23,12 @@ pub fn command(s: Severity) -> &'static str {
 
 /// Escape a command's message (the part after `::`).
 pub fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    super::escape::gh_data(s)
 }
 
 /// Escape a property value (`file=`, `title=`).
 pub fn escape_property(s: &str) -> String {
-    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+    super::escape::gh_property(s)
 }
 
 /// One `::cmd k=v,k=v::data` line.

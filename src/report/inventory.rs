@@ -338,6 +338,17 @@ pub fn lines(snap: &Snapshot, findings: &[Finding]) -> Vec<Line> {
         out.push(gpu_line(g, findings));
     }
     out.push(checkpoints_line(snap, findings));
+    for l in &mut out {
+        // Paths and names from the machine, on one line with no control characters.
+        if let std::borrow::Cow::Owned(t) = super::escape::one_line(&l.text) {
+            l.text = t;
+        }
+        for d in &mut l.detail {
+            if let std::borrow::Cow::Owned(t) = super::escape::one_line(d) {
+                *d = t;
+            }
+        }
+    }
     out
 }
 

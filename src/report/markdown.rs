@@ -8,16 +8,11 @@ use crate::rules::template::display_value;
 use crate::rules::Finding;
 use crate::Snapshot;
 
-/// A table cell: no pipe or newline breaks the table.
-pub fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
+use super::escape::{html, md_code, md_fence, md_text};
 
-/// `<`, `>` and `&` escaped for HTML inside Markdown.
-pub fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// A table cell or inline text: no pipe, newline, HTML, mention or emphasis from a value.
+pub fn md_cell(s: &str) -> String {
+    md_text(s)
 }
 
 /// The summary as a Markdown list (`- ✓ **Python** …`).
@@ -43,9 +38,9 @@ pub fn findings_section(findings: &[Finding], snap: &Snapshot) -> String {
     out.push_str("| severity | rule | for | finding |\n|---|---|---|---|\n");
     for f in findings {
         out.push_str(&format!(
-            "| {} | `{}` | {} | {} |\n",
+            "| {} | {} | {} | {} |\n",
             f.severity.as_str(),
-            f.rule,
+            md_code(&f.rule),
             md_cell(f.subject.as_deref().unwrap_or("machine")),
             md_cell(&f.message)
         ));
@@ -54,10 +49,10 @@ pub fn findings_section(findings: &[Finding], snap: &Snapshot) -> String {
     for f in findings {
         out.push_str(&format!(
             "<details><summary><code>{}</code>: {}</summary>\n\n",
-            f.rule,
-            html_escape(&f.title)
+            html(&f.rule),
+            html(&f.title)
         ));
-        out.push_str(&format!("{}\n\n", f.message));
+        out.push_str(&format!("{}\n\n", md_text(&f.message)));
         if !f.evidence.is_empty() {
             out.push_str("Evidence:\n\n");
             for e in &f.evidence {
@@ -66,21 +61,39 @@ pub fn findings_section(findings: &[Finding], snap: &Snapshot) -> String {
                 } else {
                     display_value(&e.value)
                 };
-                out.push_str(&format!("- `{}` = `{}`\n", e.path, v.replace('`', "'")));
+                out.push_str(&format!(
+                    "- {} = {}\n",
+                    md_code(&e.path.to_string()),
+                    md_code(&v)
+                ));
             }
             out.push('\n');
         }
         let fix = fix_of(f, snap);
-        out.push_str(&format!("**Fix:** {}\n\n", fix.text));
+        out.push_str(&format!("**Fix:** {}\n\n", md_text(&fix.text)));
         if let Some(c) = &fix.command {
-            out.push_str(&format!("```sh\n{c}\n```\n\n"));
+            let fence = md_fence(c);
+            out.push_str(&format!("{fence}sh\n{c}\n{fence}\n\n"));
         }
         for r in &f.references {
-            out.push_str(&format!("- <{r}>\n"));
+            out.push_str(&format!("- {}\n", reference(r)));
         }
         out.push_str("\n</details>\n\n");
     }
     out
+}
+
+/// A rule's reference: an autolink when it is a plain `http(s)` URL, else text.
+fn reference(r: &str) -> String {
+    let plain = (r.starts_with("https://") || r.starts_with("http://"))
+        && !r
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || "<>\"`".contains(c));
+    if plain {
+        format!("<{r}>")
+    } else {
+        md_text(r)
+    }
 }
 
 /// Probe problems as a list (empty when there are none).
@@ -96,11 +109,16 @@ pub fn probe_problems(snap: &Snapshot) -> String {
     for p in &snap.probe_errors {
         match &p.path {
             Some(path) => out.push_str(&format!(
-                "- {}: `{path}`: {}\n",
-                p.probe,
-                md_cell(&p.message)
+                "- {}: {}: {}\n",
+                md_text(&p.probe),
+                md_code(path),
+                md_text(&p.message)
             )),
-            None => out.push_str(&format!("- {}: {}\n", p.probe, md_cell(&p.message))),
+            None => out.push_str(&format!(
+                "- {}: {}\n",
+                md_text(&p.probe),
+                md_text(&p.message)
+            )),
         }
     }
     out.push('\n');

@@ -14,6 +14,7 @@
 pub mod checkpoints;
 pub mod compare;
 pub mod envreport;
+pub mod escape;
 pub mod findings;
 pub mod fixes;
 pub mod github;

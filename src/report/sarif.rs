@@ -100,7 +100,7 @@ pub fn log(rules: &[Rule], findings: &[Finding], snap: &Snapshot, project: Optio
             },
     });
     if let Some(b) = &base {
-        run["originalUriBaseIds"] = json!({SRCROOT: {"uri": b.as_str()}});
+        run["originalUriBaseIds"] = json!({SRCROOT: {"uri": super::escape::uri_path(b.as_str())}});
     }
     json!({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]})
 }
@@ -197,8 +197,10 @@ fn physical(path: &str, base: Option<&url::Url>) -> Option<Value> {
             .flatten()
     });
     let artifact = match inside {
-        Some(rel) if !rel.is_empty() => json!({"uri": rel, "uriBaseId": SRCROOT}),
-        _ => json!({"uri": uri.as_str()}),
+        Some(rel) if !rel.is_empty() => {
+            json!({"uri": super::escape::uri_path(&rel), "uriBaseId": SRCROOT})
+        }
+        _ => json!({"uri": super::escape::uri_path(uri.as_str())}),
     };
     Some(json!({"physicalLocation": {"artifactLocation": artifact}}))
 }
@@ -229,6 +231,18 @@ mod tests {
             "file:///home/a%20b/proj/.venv/bin/python"
         );
         assert!(physical("relative/path", None).is_none());
+        // RFC 3986 has no `[`, `]` or `|` in a path (issue 30); `url` leaves them.
+        let loc = physical("/home/u/runs/[1]|x.pt", None).unwrap();
+        assert_eq!(
+            loc["physicalLocation"]["artifactLocation"]["uri"],
+            "file:///home/u/runs/%5B1%5D%7Cx.pt"
+        );
+        let base = url::Url::from_directory_path("/home/u").unwrap();
+        let loc = physical("/home/u/runs/[a].pt", Some(&base)).unwrap();
+        assert_eq!(
+            loc["physicalLocation"]["artifactLocation"]["uri"],
+            "runs/%5Ba%5D.pt"
+        );
     }
 
     #[test]

@@ -452,8 +452,12 @@ fn probe_problems(
     let limit = if d.all || d.verbose { usize::MAX } else { 10 };
     for p in problems.iter().take(limit) {
         let text = match &p.path {
-            Some(path) => format!("{}: {}", lay.path(path), p.message),
-            None => p.message.clone(),
+            Some(path) => format!(
+                "{}: {}",
+                super::escape::one_line(&lay.path(path)),
+                super::escape::one_line(&p.message)
+            ),
+            None => super::escape::one_line(&p.message).into_owned(),
         };
         let mark = if crate::probe::is_incomplete(p) {
             "✗"

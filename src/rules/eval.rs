@@ -342,7 +342,9 @@ fn dedup_keep_order(ev: &mut Vec<Evidence>) {
 /// by position.
 fn element_label(list_label: &str, i: usize, v: &Value) -> String {
     let text = |k: &str| match v.get(k) {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::String(s)) if !s.is_empty() => {
+            Some(crate::report::escape::one_line(s).into_owned())
+        }
         Some(Value::Number(n)) => Some(n.to_string()),
         _ => None,
     };

@@ -325,12 +325,24 @@ impl RuleSet {
     /// stops at `limits.until`. Returns the findings and, for each rule that was stopped, a
     /// message naming it (its findings on the subjects not reached are unknown, not absent).
     pub fn check_within(&self, snap: &Snapshot, limits: EvalLimits) -> (Vec<Finding>, Vec<String>) {
+        let (out, stopped, _) = self.check_limited(snap, limits);
+        (out, stopped)
+    }
+
+    /// [`RuleSet::check_within`], and the ids of the rules whose findings are incomplete
+    /// (stopped or not run), for a caller that compares verdicts (`compare`).
+    pub fn check_limited(
+        &self,
+        snap: &Snapshot,
+        limits: EvalLimits,
+    ) -> (Vec<Finding>, Vec<String>, Vec<String>) {
         let root = self.view(snap);
         let evaluating = std::time::Instant::now();
         let mut out = Vec::new();
         let mut stopped = Vec::new();
         let index = eval::Index::default();
         let mut not_run: Vec<&str> = Vec::new();
+        let mut cut_ids: Vec<String> = Vec::new();
         for rule in &self.rules {
             let start = std::time::Instant::now();
             if limits.until.is_some_and(|u| start >= u) {
@@ -353,6 +365,7 @@ impl RuleSet {
                         limits.per_rule.as_secs_f64()
                     )
                 };
+                cut_ids.push(rule.id.clone());
                 stopped.push(format!(
                     "rule `{}` ({}:{}) was stopped after {:.2} s: {why}; its findings are \
                      incomplete",
@@ -379,7 +392,8 @@ impl RuleSet {
         sort_findings(&mut out);
         crate::timings::record("rules: evaluate", evaluating.elapsed());
         crate::snapshot::drop_json_off_path(root);
-        (out, stopped)
+        cut_ids.extend(not_run.into_iter().map(str::to_string));
+        (out, stopped, cut_ids)
     }
 
     /// Run every rule's inline tests.

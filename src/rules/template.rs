@@ -88,7 +88,8 @@ impl Template {
 pub fn display_value(v: &Value) -> String {
     match v {
         Value::Null => "(none)".into(),
-        Value::String(s) => s.clone(),
+        // Facts come from the machine: no control character reaches a message.
+        Value::String(s) => crate::report::escape::one_line(s).into_owned(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => match n.as_f64() {
             Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),

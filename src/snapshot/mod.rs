@@ -204,6 +204,43 @@ pub fn read_capped(path: &std::path::Path) -> Result<Vec<u8>, crate::Error> {
     Ok(bytes)
 }
 
+/// Top-level fields of snapshots read so far that this envdoctor does not know (see
+/// [`take_ignored_fields`]).
+static IGNORED_FIELDS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The notes about unknown top-level fields left out of the snapshots read so far.
+pub fn take_ignored_fields() -> Vec<String> {
+    IGNORED_FIELDS
+        .lock()
+        .map(|mut l| std::mem::take(&mut *l))
+        .unwrap_or_default()
+}
+
+/// Remove the top-level keys of `value` that [`Snapshot`] does not have (its JSON schema's
+/// properties), returning them.
+fn drop_unknown_fields(value: &mut serde_json::Value) -> Vec<String> {
+    static KNOWN: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let known = KNOWN.get_or_init(|| {
+        let schema = serde_json::to_value(schemars::schema_for!(Snapshot)).unwrap_or_default();
+        schema
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    });
+    let Some(obj) = value.as_object_mut() else {
+        return Vec::new();
+    };
+    if known.is_empty() {
+        return Vec::new();
+    }
+    let unknown: Vec<String> = obj.keys().filter(|k| !known.contains(k)).cloned().collect();
+    for k in &unknown {
+        obj.remove(k);
+    }
+    unknown
+}
+
 /// Free a JSON view of a snapshot off the caller's path: freeing 20,000 packages' values takes
 /// as long as evaluating the rules on them or flattening them for `compare` (the CLI usually
 /// exits before the thread is done).
@@ -341,6 +378,16 @@ impl Snapshot {
                 what,
                 "schema_version 0 is not a valid snapshot",
             ));
+        }
+        let mut value = value;
+        // Within a schema version an added top-level field is additive: an older reader
+        // leaves it out (and says so at -v) instead of refusing the snapshot.
+        for k in drop_unknown_fields(&mut value) {
+            if let Ok(mut l) = IGNORED_FIELDS.lock() {
+                l.push(format!(
+                    "{what}: field `{k}` is not known to this envdoctor (written by a newer one?); ignored"
+                ));
+            }
         }
         let mut snap: Snapshot = serde_json::from_value(value)
             .map_err(|e| crate::Error::input(what, format!("not a valid snapshot: {e}")))?;

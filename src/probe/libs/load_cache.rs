@@ -6,7 +6,8 @@
 //! byte for byte on read (no hash is trusted):
 //! - the envdoctor build (version and the executable's file identity);
 //! - the environment variables the loader and CUDA libraries read (`LD_*`, `CUDA_*`,
-//!   `NVIDIA_*`, `GLIBC_TUNABLES`);
+//!   `NVIDIA_*`, `GLIBC_TUNABLES`), as one SHA-256 of their names and values: those
+//!   namespaces hold secrets (`NVIDIA_API_KEY`), which are never written to disk;
 //! - the items in load order (family, path);
 //! - the identity (device, inode, size, mtime, ctime, in ns) of the real file of every library
 //!   the static model resolved for the environment, the transitive ones included, and of
@@ -15,11 +16,14 @@
 //! A changed, replaced or touched file therefore misses. Only complete outcomes are stored (no
 //! `skipped`, no `timeout`). `--no-load-cache` bypasses it; `--root` never reaches it (nothing
 //! is loaded there). Files are written to a temporary name and renamed, so concurrent runs
-//! never read half an entry; an unreadable or foreign entry is a miss.
+//! never read half an entry; an unreadable or foreign entry is a miss. The directory is
+//! created 0700 and entries 0600; the entries of the older layout (`load-v1`, which kept the
+//! variables' values verbatim) are removed when a new entry is written.
 
 use crate::root::Env;
 use crate::snapshot::libs::{Library, LoadResult};
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -27,7 +31,9 @@ use std::path::{Path, PathBuf};
 use super::load::Item;
 
 /// Cache layout version (part of the directory name).
-const LAYOUT: &str = "load-v1";
+const LAYOUT: &str = "load-v2";
+/// The layout before the variables were hashed: removed on sight.
+const OLD_LAYOUT: &str = "load-v1";
 
 /// Environment variables whose value is part of the key.
 fn keyed_var(name: &str) -> bool {
@@ -75,9 +81,12 @@ pub fn key(
         })
         .collect();
     vars.sort();
+    let mut h = sha2::Sha256::new();
     for (n, v) in vars {
-        k.push_str(&format!("env {n}={v:?}\n"));
+        h.update(format!("{n}={v:?}\n").as_bytes());
     }
+    let digest: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    k.push_str(&format!("env sha256:{digest}\n"));
     for it in items {
         k.push_str(&format!(
             "item {} {:?}\n",
@@ -171,15 +180,30 @@ pub fn put(dir: &Path, key: &str, results: &[LoadResult]) {
     let Ok(json) = serde_json::to_vec(&entry) else {
         return;
     };
-    if std::fs::create_dir_all(dir).is_err() {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .is_err()
+    {
         return;
     }
     let name = file_name(key);
     let tmp = dir.join(format!(".{name}.{}", std::process::id()));
-    if std::fs::write(&tmp, json).is_ok() && std::fs::rename(&tmp, dir.join(&name)).is_err() {
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &json));
+    if written.is_err() || std::fs::rename(&tmp, dir.join(&name)).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     prune(dir, MAX_ENTRIES);
+    if let Some(old) = dir.parent().map(|p| p.join(OLD_LAYOUT)) {
+        let _ = std::fs::remove_dir_all(old);
+    }
 }
 
 /// Entries kept: one per environment state; machines with many environments, or files that
@@ -208,6 +232,47 @@ fn prune(dir: &Path, keep: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_in_keyed_variables_never_reach_the_disk_and_entries_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let exe = std::env::current_exe().unwrap();
+        let secret = "nvapi-SECRETSECRET";
+        let env = [
+            (OsString::from("NVIDIA_API_KEY"), OsString::from(secret)),
+            (OsString::from("LD_LIBRARY_PATH"), OsString::from("/a")),
+        ];
+        let k = key(&exe, &env, &[], &[]).unwrap();
+        assert!(!k.contains(secret) && !k.contains("NVIDIA_API_KEY"), "{k}");
+        let other = [(
+            OsString::from("NVIDIA_API_KEY"),
+            OsString::from("nvapi-other"),
+        )];
+        assert_ne!(
+            key(&exe, &other, &[], &[]).unwrap(),
+            k,
+            "the value still keys"
+        );
+        let old = t.path().join("envdoctor").join(OLD_LAYOUT);
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::write(old.join("x.json"), secret).unwrap();
+        let dir = t.path().join("envdoctor").join(LAYOUT);
+        let loaded = LoadResult {
+            status: "loaded".into(),
+            ..Default::default()
+        };
+        put(&dir, &k, &[loaded]);
+        assert!(get(&dir, &k, 1).is_some());
+        assert!(!old.exists(), "the old layout's entries are removed");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+            assert!(!std::fs::read_to_string(&p).unwrap().contains(secret));
+        }
+    }
 
     fn lib(path: &Path) -> Library {
         Library {

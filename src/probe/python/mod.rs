@@ -132,7 +132,13 @@ fn inspect_one(
     });
     if let Some(machine) = machine {
         let (unmet, problems) = requires::unmet_checked(&py, machine);
-        errs.extend(problems.into_iter().map(|m| ProbeError::new("python", m)));
+        // One package's metadata is a fact about that file (pip only warns), not a failed
+        // probe: the run stays complete.
+        errs.extend(
+            problems
+                .into_iter()
+                .map(|(path, m)| ProbeError::at("python", path, m)),
+        );
         let (kept, omitted) =
             requires::bounded(unmet, crate::snapshot::python::UNMET_REQUIREMENTS_KEPT);
         py.unmet_requirements = kept;

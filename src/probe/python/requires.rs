@@ -50,8 +50,8 @@ pub fn unmet(py: &Python, machine: &str) -> Vec<UnmetRequirement> {
     unmet_checked(py, machine).0
 }
 
-/// [`unmet`], and the lines that could not be checked, each naming its metadata file.
-pub fn unmet_checked(py: &Python, machine: &str) -> (Vec<UnmetRequirement>, Vec<String>) {
+/// [`unmet`], and the lines that could not be checked: (the metadata file, why).
+pub fn unmet_checked(py: &Python, machine: &str) -> (Vec<UnmetRequirement>, Vec<(String, String)>) {
     let env = py
         .version
         .as_deref()
@@ -74,10 +74,9 @@ pub fn unmet_checked(py: &Python, machine: &str) -> (Vec<UnmetRequirement>, Vec<
                     }
                 }
                 Ok(None) => {}
-                Err(why) => problems.push(format!(
-                    "{}: requirement {:?} was not checked: {why}",
-                    pkg.metadata,
-                    short(raw.trim())
+                Err(why) => problems.push((
+                    pkg.metadata.clone(),
+                    format!("requirement {:?} was not checked: {why}", short(raw.trim())),
                 )),
             }
         }

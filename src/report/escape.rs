@@ -1,0 +1,267 @@
+//! One escaping layer per output kind, for the strings that come from the machine or the
+//! project (paths, kernelspec names, file names, settings values, snapshot fields), which an
+//! adversary can choose:
+//!
+//! - [`one_line`]: any human output. Control characters (C0 with newlines and carriage
+//!   returns, DEL, C1) and bidirectional overrides become visible escapes (`\n`, `\x1b`,
+//!   `\u{202e}`), so a value stays on its line and cannot move the cursor, set the window
+//!   title, ring the bell or start a line with a GitHub workflow command (`::error::`).
+//! - [`terminal`]: a whole text output, as a last guard: every control character but newline
+//!   and tab is made visible; envdoctor's own colour sequences (SGR) are kept when colour is on.
+//! - [`md_text`], [`md_code`], [`md_fence`], [`html`]: Markdown (pull-request comments): no
+//!   HTML, comment (`<!--`), emphasis, link, table break, @mention or new block can come from
+//!   a value.
+//! - [`gh_data`], [`gh_property`]: GitHub workflow command data and properties.
+//! - [`uri_path`]: percent-encoding for SARIF URIs beyond what `url` does (`[`, `]`, `|`).
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+}
+
+fn needs_escape(c: char) -> bool {
+    (c.is_control() && c != '\t') || is_bidi(c)
+}
+
+fn push_visible(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        c if (c as u32) < 0x100 => {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+        c => {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
+}
+
+/// `s` on one line with every control character and bidi override visible.
+pub fn one_line(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if needs_escape(c) {
+            push_visible(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A whole text output made safe for a terminal or a CI log: newlines and tabs stay, and with
+/// `keep_sgr` so do colour sequences (`ESC [ digits ; … m`); every other control character is
+/// made visible.
+pub fn terminal(s: &str, keep_sgr: bool) -> Cow<'_, str> {
+    let bad = |c: char| c != '\n' && needs_escape(c);
+    if !s.chars().any(bad) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        if c == '\x1b' && keep_sgr {
+            if let Some(n) = sgr_len(rest) {
+                out.push_str(&rest[..n]);
+                rest = &rest[n..];
+                continue;
+            }
+        }
+        if bad(c) {
+            push_visible(&mut out, c);
+        } else {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Cow::Owned(out)
+}
+
+/// The length of the SGR sequence at the start of `s` (`ESC [ 0-9; m`), if there is one.
+fn sgr_len(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    if b.get(1) != Some(&b'[') {
+        return None;
+    }
+    let body = b[2..]
+        .iter()
+        .take_while(|x| x.is_ascii_digit() || **x == b';')
+        .count();
+    (b.get(2 + body) == Some(&b'm')).then_some(3 + body)
+}
+
+/// Inline Markdown text: one line; ASCII punctuation that could start emphasis, code, a link,
+/// HTML, an entity, a heading, a list, a quote or a table cell is backslash-escaped, and an
+/// `@` cannot mention anyone (a zero-width space follows it).
+pub fn md_text(s: &str) -> String {
+    let s = one_line(s);
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' | '!' | '#' | '('
+            | ')' | '{' | '}' | '+' | '=' | '"' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '@' => out.push_str("@\u{200b}"),
+            c => out.push(c),
+        }
+    }
+    // A leading `-` or `1.` would start a list where the text starts a line.
+    if out.starts_with('-') {
+        out.insert(0, '\\');
+    } else if out.starts_with(|c: char| c.is_ascii_digit()) {
+        // Digits cannot be escaped; a zero-width space keeps `1.` from being a list marker.
+        out.insert(0, '\u{200b}');
+    }
+    out
+}
+
+/// A Markdown code span holding `s` on one line: fenced with more backticks than any run in
+/// `s`, padded with spaces when `s` starts or ends with a backtick. Nothing inside is
+/// interpreted (no HTML, no mention); `|` is escaped for table cells (GitHub unescapes it).
+pub fn md_code(s: &str) -> String {
+    let s = one_line(s).replace('|', "\\|");
+    let fence = "`".repeat(longest_run(&s, '`') + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') || s.is_empty() {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+/// The fence for a fenced code block holding `s` (more backticks than any run in `s`, at
+/// least three).
+pub fn md_fence(s: &str) -> String {
+    "`".repeat((longest_run(s, '`') + 1).max(3))
+}
+
+fn longest_run(s: &str, c: char) -> usize {
+    let (mut best, mut cur) = (0, 0);
+    for x in s.chars() {
+        cur = if x == c { cur + 1 } else { 0 };
+        best = best.max(cur);
+    }
+    best
+}
+
+/// Text inside HTML (`<summary>`, `<code>`): one line, `& < > " '` as entities, `@` as in
+/// [`md_text`].
+pub fn html(s: &str) -> String {
+    let s = one_line(s);
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '@' => out.push_str("@\u{200b}"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A GitHub workflow command's data: `%`, CR and LF as the runner unescapes them, and the
+/// other control characters made visible.
+pub fn gh_data(s: &str) -> String {
+    let s = s
+        .replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A");
+    one_line(&s).into_owned()
+}
+
+/// A GitHub workflow command's property value: as [`gh_data`], and `:` and `,`.
+pub fn gh_property(s: &str) -> String {
+    gh_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// A URI (as `url` writes it) with `[`, `]` and `|` percent-encoded too, as SARIF consumers
+/// that validate RFC 3986 strictly want.
+pub fn uri_path(s: &str) -> String {
+    s.replace('[', "%5B")
+        .replace(']', "%5D")
+        .replace('|', "%7C")
+}
+
+/// `value` with [`one_line`] applied to every string in it (keys included), for a report
+/// rendered for people from a structure that is also printed as JSON (`compare`).
+pub fn one_line_all<T: serde::Serialize + serde::de::DeserializeOwned + Clone>(value: &T) -> T {
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) => {
+                if let Cow::Owned(o) = one_line(s) {
+                    *s = o;
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+            serde_json::Value::Object(o) => {
+                let old = std::mem::take(o);
+                for (k, mut x) in old {
+                    walk(&mut x);
+                    o.insert(one_line(&k).into_owned(), x);
+                }
+            }
+            _ => {}
+        }
+    }
+    let Ok(mut v) = serde_json::to_value(value) else {
+        return value.clone();
+    };
+    walk(&mut v);
+    serde_json::from_value(v).unwrap_or_else(|_| value.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_makes_controls_visible() {
+        assert_eq!(one_line("plain /a b"), "plain /a b");
+        assert_eq!(
+            one_line("a\nb\r\x1b]0;t\x07\u{85}\u{202e}\x7f"),
+            "a\\nb\\r\\x1b]0;t\\x07\\x85\\u{202e}\\x7f"
+        );
+    }
+
+    #[test]
+    fn terminal_keeps_our_colours_and_lines_only() {
+        let s = "\x1b[1;31mFAIL\x1b[0m x\x1b[2J\x07\n";
+        assert_eq!(terminal(s, true), "\x1b[1;31mFAIL\x1b[0m x\\x1b[2J\\x07\n");
+        assert_eq!(
+            terminal(s, false),
+            "\\x1b[1;31mFAIL\\x1b[0m x\\x1b[2J\\x07\n"
+        );
+    }
+
+    #[test]
+    fn markdown_pieces() {
+        assert_eq!(
+            md_text("a <!-- b @x `c` |"),
+            "a \\<\\!-- b @\u{200b}x \\`c\\` \\|"
+        );
+        assert_eq!(md_text("- x"), "\\- x");
+        assert_eq!(md_text("1. x"), "\u{200b}1. x");
+        assert_eq!(md_code("a`b"), "``a`b``");
+        assert_eq!(md_code("`a"), "`` `a ``");
+        assert_eq!(md_fence("x ```` y"), "`````");
+        assert_eq!(html("<b a='1'>\n"), "&lt;b a=&#39;1&#39;&gt;\\n");
+    }
+
+    #[test]
+    fn github_and_uris() {
+        assert_eq!(gh_data("a\n::error::x\x1b"), "a%0A::error::x\\x1b");
+        assert_eq!(gh_property("a:b,c"), "a%3Ab%2Cc");
+        assert_eq!(uri_path("file:///a[1]|b"), "file:///a%5B1%5D%7Cb");
+    }
+}
