@@ -88,7 +88,6 @@ fn all_verdicts(
         .collect())
 }
 
-
 /// Run `envdoctor compare`; returns 0 (no drift) or 1 (drift). `-q`/`-v` (global) set how
 /// much of the text is printed.
 pub fn run(
