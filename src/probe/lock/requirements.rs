@@ -191,10 +191,22 @@ fn option(line: &str) -> Option<(&str, &str)> {
         None => (line, ""),
     };
     if opt.len() > 2 && !opt.starts_with("--") {
-        // `-rfile`.
-        return Some((&line[..2], line[2..].trim()));
+        // `-rfile`: a one-letter option and its value; the second character must be one
+        // (a multi-byte character there is no option: `-é...`).
+        let (o, v) = line.split_at_checked(2)?;
+        return Some((o, v.trim()));
     }
     Some((opt, rest.split_whitespace().next().unwrap_or("")))
+}
+
+#[cfg(test)]
+mod option_tests {
+    /// Found by the fuzz smoke run: a multi-byte character after the dash panicked.
+    #[test]
+    fn a_multibyte_character_after_the_dash_is_no_option() {
+        assert_eq!(super::option("-\u{fffd}find-links /opt/wheels"), None);
+        assert_eq!(super::option("-rreqs.txt"), Some(("-r", "reqs.txt")));
+    }
 }
 
 /// A comment starts at `#` at the start of a line or after whitespace (pip's rule).
