@@ -261,7 +261,7 @@ fn torchvision_fix_resolves_to_the_pair_of_the_installed_torch() {
         .iter()
         .find(|f| f["rule"] == "torchvision-built-for-other-torch")
         .expect("the rule fires for torchvision 0.20 with torch 2.6");
-    let fix = f["fix"].as_str().unwrap();
+    let fix = f["fix"]["text"].as_str().unwrap();
     let command = fix.split('`').nth(1).expect("a command in backticks");
     let words: Vec<String> = command
         .split_whitespace()
