@@ -174,6 +174,22 @@ impl Target {
 }
 
 /// PEP 503 normalisation: lower case, runs of `-`, `_`, `.` as one `-`.
+/// A marker's verdict as the readers keep it: whether the package applies. A marker that cannot
+/// be read does not hold, and is a warning: `prefix()` (where in the lock) followed by why.
+pub fn applies(
+    holds: Result<bool, String>,
+    warnings: &mut Vec<String>,
+    prefix: impl FnOnce() -> String,
+) -> bool {
+    match holds {
+        Ok(h) => h,
+        Err(e) => {
+            warnings.push(format!("{}{e}", prefix()));
+            false
+        }
+    }
+}
+
 pub fn normalize(name: &str) -> String {
     crate::probe::python::dist_info::normalize_name(name.trim())
 }

@@ -4,7 +4,7 @@
 //! out); a package is kept when one of its groups is installed and its marker holds. Sources:
 //! `path`/`url`/`git` with `editable`, else the index.
 
-use super::model::{line_of, normalize, toml_error, Entry, Locked, Src, Target};
+use super::model::{applies, line_of, normalize, toml_error, Entry, Locked, Src, Target};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -55,14 +55,11 @@ pub fn read(text: &str, target: &Target, prod: bool) -> Result<Locked, String> {
         if !on {
             continue;
         }
-        match target.holds(p.marker.as_deref().unwrap_or("")) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(e) => {
-                out.warnings
-                    .push(format!("line {}: {e}", line_of(text, p.name.span().start)));
-                continue;
-            }
+        let holds = target.holds(p.marker.as_deref().unwrap_or(""));
+        if !applies(holds, &mut out.warnings, || {
+            format!("line {}: ", line_of(text, p.name.span().start))
+        }) {
+            continue;
         }
         let at = p
             .version

@@ -3,7 +3,7 @@
 //! `index` (a name from `_meta.sources`), or `file`/`path`/`git`/`editable`. serde_json keeps no
 //! positions, so the line of a pin is the line of its `"name": {` key in the text.
 
-use super::model::{normalize, Entry, Locked, Src, Target};
+use super::model::{applies, normalize, Entry, Locked, Src, Target};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -66,13 +66,9 @@ pub fn read(text: &str, target: &Target, dev: bool) -> Result<Locked, String> {
     for (section, pkgs) in sections {
         let start = section_start(text, section);
         for (name, p) in pkgs {
-            match target.holds(p.markers.as_deref().unwrap_or("")) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    out.warnings.push(format!("{section}.{name}: {e}"));
-                    continue;
-                }
+            let holds = target.holds(p.markers.as_deref().unwrap_or(""));
+            if !applies(holds, &mut out.warnings, || format!("{section}.{name}: ")) {
+                continue;
             }
             let (version, spec) = match p.version.as_deref().map(str::trim) {
                 Some(v) if v.starts_with("==") && !v.ends_with(".*") => {

@@ -4,7 +4,7 @@
 //! name `extras` or `dependency_groups` (PEP 751's additions) are evaluated with none selected
 //! but the lock's `default-groups`.
 
-use super::model::{line_of, normalize, toml_error, Entry, Locked, Src, Target};
+use super::model::{applies, line_of, normalize, toml_error, Entry, Locked, Src, Target};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -52,14 +52,10 @@ pub fn read(text: &str, target: &Target) -> Result<Locked, String> {
         } else {
             target.holds(marker)
         };
-        match holds {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(e) => {
-                out.warnings
-                    .push(format!("line {}: {e}", line_of(text, p.name.span().start)));
-                continue;
-            }
+        if !applies(holds, &mut out.warnings, || {
+            format!("line {}: ", line_of(text, p.name.span().start))
+        }) {
+            continue;
         }
         let at = p
             .version

@@ -6,7 +6,7 @@
 //! installed itself. Forked resolutions (two versions of one name) are told apart by the
 //! `version` the edge names.
 
-use super::model::{line_of, normalize, toml_error, Declared, Entry, Locked, Src, Target};
+use super::model::{applies, line_of, normalize, toml_error, Declared, Entry, Locked, Src, Target};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use toml::Spanned;
@@ -142,13 +142,9 @@ fn walk(
     }
     while let Some(edges) = stack.pop() {
         for d in edges {
-            match target.holds(d.marker.as_deref().unwrap_or("")) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    warnings.push(e);
-                    continue;
-                }
+            let holds = target.holds(d.marker.as_deref().unwrap_or(""));
+            if !applies(holds, warnings, String::new) {
+                continue;
             }
             let Some(j) = find(pkgs, d) else {
                 warnings.push(format!("a dependency on `{}` that the lock lacks", d.name));

@@ -251,14 +251,7 @@ fn loaded_at_import(root: &Root, dir: &Path, lib_files: &[PathBuf]) -> HashSet<P
         .iter()
         .filter_map(|p| Some((p.file_name()?.to_string_lossy().into_owned(), p)))
         .collect();
-    let mut todo: Vec<PathBuf> = file_names(root, dir)
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .map(|n| n.to_string_lossy())
-                .is_some_and(|n| n.starts_with("_C") && n.ends_with(".so"))
-        })
-        .collect();
+    let mut todo: Vec<PathBuf> = c_modules(root, dir);
     todo.push(dir.join("lib/libtorch_global_deps.so"));
     let mut seen: HashSet<PathBuf> = HashSet::new();
     while let Some(p) = todo.pop() {
@@ -307,17 +300,22 @@ fn read_version(root: &Root, dir: &Path, fw: &mut Framework, errors: &mut Vec<Pr
     }
 }
 
-/// The native objects whose DT_NEEDED are read: `torch/_C*.so` and the non-CUDA objects of
-/// `torch/lib` (`lib_files`), at most [`MAX_SCANNED`].
-fn entry_points(root: &Root, dir: &Path, lib_files: &[PathBuf]) -> Vec<PathBuf> {
-    let mut entries: Vec<PathBuf> = file_names(root, dir)
+/// torch's own extension modules, `torch/_C*.so` (what `import torch` opens first).
+fn c_modules(root: &Root, dir: &Path) -> Vec<PathBuf> {
+    file_names(root, dir)
         .into_iter()
         .filter(|p| {
             p.file_name()
                 .map(|n| n.to_string_lossy())
                 .is_some_and(|n| n.starts_with("_C") && n.ends_with(".so"))
         })
-        .collect();
+        .collect()
+}
+
+/// The native objects whose DT_NEEDED are read: `torch/_C*.so` and the non-CUDA objects of
+/// `torch/lib` (`lib_files`), at most [`MAX_SCANNED`].
+fn entry_points(root: &Root, dir: &Path, lib_files: &[PathBuf]) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = c_modules(root, dir);
     entries.extend(
         lib_files
             .iter()
