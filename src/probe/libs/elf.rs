@@ -236,6 +236,25 @@ struct Reader<'a> {
     path: &'a Path,
 }
 
+impl<'a> Reader<'a> {
+    /// Open the object at `machine_path` (links followed in `root`) and take its length.
+    fn open(root: &Root, machine_path: &'a Path) -> Result<Reader<'a>, ElfError> {
+        let file = root.open(machine_path)?;
+        let len = file
+            .metadata()
+            .map_err(|source| ElfError::Io {
+                path: machine_path.to_path_buf(),
+                source,
+            })?
+            .len();
+        Ok(Reader {
+            file,
+            len,
+            path: machine_path,
+        })
+    }
+}
+
 impl Reader<'_> {
     fn bytes(&self, offset: u64, len: u64, what: &'static str) -> Result<Vec<u8>, ElfError> {
         let end = offset
@@ -329,19 +348,7 @@ const VER_FLG_BASE: u16 = 1;
 
 /// Read the loader-relevant facts of the ELF file at `machine_path` (links followed in `root`).
 pub fn read(root: &Root, machine_path: &Path) -> Result<ElfInfo, ElfError> {
-    let file = root.open(machine_path)?;
-    let len = file
-        .metadata()
-        .map_err(|source| ElfError::Io {
-            path: machine_path.to_path_buf(),
-            source,
-        })?
-        .len();
-    let r = Reader {
-        file,
-        len,
-        path: machine_path,
-    };
+    let r = Reader::open(root, machine_path)?;
     read_from(&r, false).map(|(info, _)| info)
 }
 
@@ -354,19 +361,7 @@ pub fn read_with_symbols(
     root: &Root,
     machine_path: &Path,
 ) -> Result<(ElfInfo, DynSymbols), ElfError> {
-    let file = root.open(machine_path)?;
-    let len = file
-        .metadata()
-        .map_err(|source| ElfError::Io {
-            path: machine_path.to_path_buf(),
-            source,
-        })?
-        .len();
-    let r = Reader {
-        file,
-        len,
-        path: machine_path,
-    };
+    let r = Reader::open(root, machine_path)?;
     let (info, syms) = read_from(&r, true)?;
     Ok((info, syms.unwrap_or_default()))
 }
@@ -941,19 +936,7 @@ pub mod lookup {
     impl Index {
         /// Open the object at `machine_path` and read its hash table and version names.
         pub fn open(root: &Root, machine_path: &Path) -> Result<Index, ElfError> {
-            let file = root.open(machine_path)?;
-            let len = file
-                .metadata()
-                .map_err(|source| ElfError::Io {
-                    path: machine_path.to_path_buf(),
-                    source,
-                })?
-                .len();
-            let r = Reader {
-                file,
-                len,
-                path: machine_path,
-            };
+            let r = Reader::open(root, machine_path)?;
             let (header, is64, le) = read_header(&r)?;
             let phdrs = read_program_headers(&r, &header, is64, le)?;
             let dynamic = phdrs
