@@ -123,6 +123,7 @@ fn table_names_shipped_rules_and_reports() {
     let shipped = shipped_rules();
     let mut named: Vec<&String> = m.expect_gpu_rules.iter().collect();
     named.extend(m.machine_later.values().flatten().map(|l| &l.rule));
+    named.extend(m.place_later.values().flatten().map(|l| &l.rule));
     for p in &m.perturbations {
         named.extend(p.cause.iter().flat_map(|c| c.rules.iter()));
         named.extend(p.later.iter().map(|l| &l.rule));

@@ -55,7 +55,10 @@ pub struct NativeFailure {
     /// `missing-library` (a DT_NEEDED found nowhere), `missing-driver` (only the NVIDIA
     /// driver's `libcuda.so.1`/`libnvidia-ml.so.1` are missing), `missing-version` (a needed
     /// symbol version, `GLIBCXX_3.4.32`, that the library found does not define) or
-    /// `undefined-symbol` (a symbol no loaded object defines).
+    /// `undefined-symbol` (a symbol no loaded object defines) or `framework-undefined-symbol`
+    /// (a framework's own library, torch's `libtorch_cuda.so`, asks a CUDA library under it
+    /// for a C symbol that the copy the loader maps does not define: `missing` names each, the
+    /// object asking and the copy mapped).
     pub kind: String,
     /// What is missing: sonames, `VERSION (soname at path)`, or symbol names (at most 5).
     pub missing: Vec<String>,

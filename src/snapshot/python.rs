@@ -156,6 +156,13 @@ pub struct UnmetRequirement {
     /// The installed version of `required`, or `None` when it is not installed at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub installed: Option<String>,
+    /// For an NVIDIA CUDA wheel (`nvidia-cusolver-cu12`): when the process first needs the
+    /// libraries of its family (`libraries[].needed_at`: `import`, `first-use`, `run-time`),
+    /// so a wheel whose libraries only a lazily loaded object asks for does not fail the
+    /// import. Absent when no library of that family is asked for, or the wheel is no CUDA
+    /// library wheel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needed_at: Option<String>,
 }
 
 /// How an interpreter was installed.

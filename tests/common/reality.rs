@@ -29,6 +29,10 @@ pub struct Matrix {
     /// Warnings any cell of a machine may give (machine name → what breaks later there).
     #[serde(default)]
     pub machine_later: BTreeMap<String, Vec<Later>>,
+    /// Warnings any cell whose perturbation is made in a place may give, true of how the
+    /// harness makes it (place name, as in `place:` → what it breaks later).
+    #[serde(default)]
+    pub place_later: BTreeMap<String, Vec<Later>>,
     pub perturbations: Vec<Perturbation>,
 }
 
@@ -40,6 +44,18 @@ pub struct Framework {
     pub cuda: bool,
     /// The import and the first operation that touches the libraries.
     pub code: String,
+    /// Code run after `code` that makes the framework's own loader open what it opens when a
+    /// GPU starts (TensorFlow's `TryDlopenCUDALibraries`, whose failure is "Cannot dlopen some
+    /// GPU libraries ... Skipping registering GPU devices"); each library it cannot open is a
+    /// stderr line matching `gpu_failed`. Run with `gpu_env`.
+    #[serde(default)]
+    pub gpu_code: Option<String>,
+    /// The regex whose first group names a library `gpu_code` could not open.
+    #[serde(default)]
+    pub gpu_failed: Option<String>,
+    /// Extra environment for the child when `gpu_code` is set (the loader's log level).
+    #[serde(default)]
+    pub gpu_env: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +70,23 @@ pub enum Place {
     Path,
     Env,
     Venv,
+}
+
+impl Place {
+    /// Its name as the table writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Place::LdLibraryPath => "ld-library-path",
+            Place::LdPreload => "ld-preload",
+            Place::Pythonpath => "pythonpath",
+            Place::Cwd => "cwd",
+            Place::UserSite => "user-site",
+            Place::LdSoConf => "ld-so-conf",
+            Place::Path => "path",
+            Place::Env => "env",
+            Place::Venv => "venv",
+        }
+    }
 }
 
 #[derive(Deserialize, Debug, Clone)]
@@ -240,6 +273,7 @@ pub fn venv_for(
         p.install.join(" ")
     );
     if std::fs::read_to_string(&done).is_ok_and(|k| k == key) {
+        relocate(base, &dir)?;
         return Ok((dir.clone(), format!("{}|{key}", dir.display())));
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -251,6 +285,7 @@ pub fn venv_for(
             .arg(&dir),
     )?;
     let _ = std::fs::remove_file(&done);
+    relocate(base, &dir)?;
     let py = dir.join("bin/python");
     if !p.uninstall.is_empty() {
         pypi::run(pypi::pip(&py).args(["uninstall", "-y"]).args(&p.uninstall))?;
@@ -484,6 +519,10 @@ pub struct Outcome {
     pub status: String,
     pub stderr: String,
     pub seconds: f64,
+    /// Libraries the framework's own loader could not open where a GPU starts (`gpu_code`):
+    /// on a GPU machine each one breaks GPU use.
+    #[serde(default)]
+    pub gpu_failed: Vec<String>,
     /// Whether this run reused a cached outcome.
     #[serde(skip)]
     pub cached: bool,
@@ -499,10 +538,14 @@ fn outcome_key(c: &Cell) -> String {
         String::new()
     };
     format!(
-        "v1\npython: {}\nvenv: {}\ncode: {}\nenv: {:?}\ncwd: {}\ntree: {}\nld.so: {:?}\ndriver: {driver}",
+        "v1\npython: {}\nvenv: {}\ncode: {}{}\nenv: {:?}\ncwd: {}\ntree: {}\nld.so: {:?}\ndriver: {driver}",
         c.venv.join("bin/python").display(),
         c.venv_id,
         c.fw.code,
+        c.fw.gpu_code
+            .as_ref()
+            .map(|g| format!("\ngpu: {g} {:?}", c.fw.gpu_env))
+            .unwrap_or_default(),
         c.env,
         c.work.display(),
         c.tree_id,
@@ -525,17 +568,38 @@ pub fn real_import(c: &Cell) -> Outcome {
         }
     }
     let start = std::time::Instant::now();
-    let code = format!("{}\nprint({MARK:?})\n", c.fw.code);
-    let (status, stdout, stderr) = run_timeout(
-        c.command(&c.venv.join("bin/python")).args(["-c", &code]),
-        Duration::from_secs(300),
+    let code = format!(
+        "{}\nprint({MARK:?}, flush=True)\n{}\n",
+        c.fw.code,
+        c.fw.gpu_code.as_deref().unwrap_or("")
     );
+    let mut cmd = c.command(&c.venv.join("bin/python"));
+    if c.fw.gpu_code.is_some() {
+        cmd.envs(&c.fw.gpu_env);
+    }
+    let (status, stdout, stderr) = run_timeout(cmd.args(["-c", &code]), Duration::from_secs(300));
+    let gpu_failed = match &c.fw.gpu_failed {
+        Some(re) if stdout.contains(MARK) => {
+            let re = regex::Regex::new(re).expect("gpu_failed is a regex");
+            let mut v: Vec<String> = re
+                .captures_iter(&stderr)
+                .filter_map(|m| Some(m.get(1)?.as_str().to_string()))
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        }
+        _ => Vec::new(),
+    };
     let o = Outcome {
         key,
-        works: status == "exit 0" && stdout.contains(MARK),
+        // The import and first operation printed the mark; what `gpu_code` does after it is
+        // judged through `gpu_failed`, not the exit status.
+        works: stdout.contains(MARK) && (status == "exit 0" || c.fw.gpu_code.is_some()),
         status,
         stderr: tail(&stderr, 20_000),
         seconds: start.elapsed().as_secs_f64(),
+        gpu_failed,
         cached: false,
     };
     let _ = std::fs::create_dir_all(file.parent().unwrap());
@@ -743,6 +807,16 @@ fn finding(f: &Value) -> Finding {
     }
 }
 
+/// Rules whose error says a library the framework opens when the GPU starts will not open.
+const GPU_START_RULES: &[&str] = &[
+    "cuda-library-off-search-path",
+    "cuda-library-not-found",
+    "library-load-fails",
+    "library-undefined-symbol",
+    "symbol-version-not-found",
+    "library-not-found",
+];
+
 /// The judgement of one cell (one check run against the real outcome).
 #[derive(Debug, Clone)]
 pub struct Verdict {
@@ -778,21 +852,39 @@ pub fn judge(m: &Matrix, c: &Cell, o: &Outcome, expect_gpu: bool, run: &CheckRun
             || (f.rule == "cuda-library-not-found"
                 && (f.subject.contains("libcuda.so") || f.subject.contains("libnvidia-")))
     };
+    // What the framework's own loader could not open where a GPU starts breaks GPU use: on
+    // the GPU box an error must name it, and with --expect-gpu one may.
+    let gpu_start_breaks = !o.gpu_failed.is_empty() && (c.machine == Machine::GpuBox || expect_gpu);
+    let names_gpu_failure = |f: &Finding| {
+        gpu_start_breaks
+            && GPU_START_RULES.contains(&f.rule.as_str())
+            && o.gpu_failed.iter().any(|l| f.text().contains(l.as_str()))
+    };
     let errors: Vec<&Finding> = run
         .findings
         .iter()
         .filter(|f| f.severity == "error")
         .collect();
-    let cause_errors = errors.iter().filter(|f| names_cause(f)).count();
+    let cause_errors = errors
+        .iter()
+        .filter(|f| names_cause(f) && !(o.works && names_gpu_failure(f)))
+        .count();
+    let gpu_failure_errors = errors.iter().filter(|f| names_gpu_failure(f)).count();
     let gpu_errors = errors
         .iter()
-        .filter(|f| !names_cause(f) && gpu_statement(f))
+        .filter(|f| !names_cause(f) && !names_gpu_failure(f) && gpu_statement(f))
         .count();
     let other: Vec<String> = errors
         .iter()
-        .filter(|f| !names_cause(f) && !gpu_statement(f))
+        .filter(|f| !names_cause(f) && !names_gpu_failure(f) && !gpu_statement(f))
         .map(|f| f.short())
         .collect();
+    if c.machine == Machine::GpuBox && gpu_start_breaks && gpu_failure_errors == 0 {
+        reasons.push(format!(
+            "GPU use breaks (the framework's own loader cannot open {}); no error names it",
+            o.gpu_failed.join(", ")
+        ));
+    }
     let no_gpu_usable = c.machine == Machine::NoDriver || !c.fw.cuda;
     let want_gpu_errors = usize::from(expect_gpu && no_gpu_usable);
     if o.works {
@@ -802,11 +894,13 @@ pub fn judge(m: &Matrix, c: &Cell, o: &Outcome, expect_gpu: bool, run: &CheckRun
         }
         for w in run.findings.iter().filter(|f| f.severity == "warning") {
             let machine_later = m.machine_later.get(c.machine.name()).into_iter().flatten();
+            let place_later = m.place_later.get(c.p.place.name()).into_iter().flatten();
             if !c
                 .p
                 .later
                 .iter()
                 .chain(machine_later)
+                .chain(place_later)
                 .any(|l| l.rule == w.rule)
             {
                 reasons.push(format!(

@@ -76,6 +76,8 @@ pub struct Interp<'a> {
     pub framework: Vec<PathBuf>,
     /// ELF facts read so far in this interpreter, by machine path.
     pub infos: std::sync::Mutex<HashMap<PathBuf, Option<Arc<ElfInfo>>>>,
+    /// Each framework object's unbound symbols, once per interpreter (by machine path).
+    framework_unbound: std::sync::Mutex<HashMap<PathBuf, Vec<String>>>,
 }
 
 /// What loading one module comes to.
@@ -93,6 +95,10 @@ pub struct Outcome {
     pub from_framework: Vec<String>,
     /// Every soname in the module's tree (for CUDA majors).
     pub sonames: Vec<String>,
+    /// Undefined symbols of the framework's own objects in the tree (torch's
+    /// `libtorch_cuda.so`) that nothing binds, as `name (in file)`: a downgraded library under
+    /// it (an NCCL without `ncclCommRegister`) fails the framework's own import.
+    pub framework_undefined: Vec<String>,
 }
 
 impl<'a> Interp<'a> {
@@ -114,6 +120,7 @@ impl<'a> Interp<'a> {
             exports,
             framework,
             infos: Default::default(),
+            framework_unbound: Default::default(),
         };
         let Ok(info) = elf::read(root, exe_path) else {
             return it;
@@ -227,6 +234,91 @@ impl<'a> Interp<'a> {
         let (named, count) = self.unbound(&tree, syms);
         out.undefined = named;
         out.undefined_count = count;
+        out.framework_undefined = self.framework_objects_unbound(&tree);
+        out
+    }
+
+    /// `name (libtorch_cuda.so asks; not in libnccl.so.2 at PATH)`: the CUDA library of `m`'s
+    /// DT_NEEDED whose API prefix the C name carries (`nccl`, `cublasLt`, `cuda` for cudart),
+    /// with the copy the loader mapped.
+    fn asked_where(&self, tree: &[Mapped], m: &Mapped, name: &str) -> String {
+        let file = file_name(&m.path);
+        let lower = name.to_ascii_lowercase();
+        let prefix = |soname: &str| {
+            let family = crate::probe::libs::frameworks::family(soname)?;
+            let api = if family == "cudart" { "cuda" } else { family };
+            lower
+                .starts_with(&api.to_ascii_lowercase())
+                .then_some(api.len())
+        };
+        let provider = m
+            .info
+            .needed
+            .iter()
+            .filter_map(|n| Some((prefix(n)?, n)))
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, n)| n);
+        let Some(soname) = provider else {
+            return format!("{name} ({file} asks for it)");
+        };
+        let mapped = tree
+            .iter()
+            .chain(self.global.iter())
+            .find(|t| t.info.soname.as_deref() == Some(soname.as_str()));
+        match mapped {
+            Some(t) => format!(
+                "{name} ({file} asks for it; {soname} at {} does not define it)",
+                t.path.display()
+            ),
+            None => format!("{name} ({file} asks {soname} for it)"),
+        }
+    }
+
+    /// The unbound symbols of the framework's own objects in `tree` (after the module), each
+    /// object read once per interpreter: Python's `RTLD_NOW` binds them all before `import`
+    /// returns.
+    fn framework_objects_unbound(&self, tree: &[Mapped]) -> Vec<String> {
+        let mut out = Vec::new();
+        for m in tree.iter().skip(1) {
+            // Only the objects that link CUDA libraries: the symbols a pip user can pull from
+            // under the framework (an `nvidia-*` wheel up- or downgraded); the rest of its own
+            // objects ship together and are not read (libtorch_cpu's table is large).
+            let links_cuda = m.info.needed.iter().any(|n| {
+                crate::probe::libs::frameworks::family(n).is_some() && !DRIVER.contains(&n.as_str())
+            });
+            if !links_cuda || !self.framework.contains(&m.path) {
+                continue;
+            }
+            let memo = self
+                .framework_unbound
+                .lock()
+                .ok()
+                .and_then(|memo| memo.get(&m.path).cloned());
+            let names = match memo {
+                Some(names) => names,
+                None => {
+                    let started = std::time::Instant::now();
+                    let names = match elf::read_undefined_symbols(self.root, &m.path) {
+                        Ok(mut syms) => {
+                            syms.undefined.retain(|sym| asked_of_cuda(&m.info, sym));
+                            let (names, _) = self.unbound_of(tree, m, &syms);
+                            names.iter().map(|n| self.asked_where(tree, m, n)).collect()
+                        }
+                        Err(_) => Vec::new(),
+                    };
+                    crate::timings::record(
+                        format!("extensions: symbols of {}", file_name(&m.path)),
+                        started.elapsed(),
+                    );
+                    if let Ok(mut memo) = self.framework_unbound.lock() {
+                        memo.insert(m.path.clone(), names.clone());
+                    }
+                    names
+                }
+            };
+            out.extend(names);
+        }
+        out.truncate(NAMED);
         out
     }
 
@@ -267,7 +359,17 @@ impl<'a> Interp<'a> {
     /// The module's undefined symbols that no object in scope binds: the first [`NAMED`]
     /// names and the count.
     fn unbound(&self, tree: &[Mapped], syms: &DynSymbols) -> (Vec<String>, usize) {
-        let module = &tree[0];
+        self.unbound_of(tree, &tree[0], syms)
+    }
+
+    /// `object`'s undefined symbols (`syms`) that no object of the global scope or `tree`
+    /// (but itself) binds: the first [`NAMED`] names and the count.
+    fn unbound_of(
+        &self,
+        tree: &[Mapped],
+        module: &Mapped,
+        syms: &DynSymbols,
+    ) -> (Vec<String>, usize) {
         let version_file = |v: &str| {
             module
                 .info
@@ -291,7 +393,11 @@ impl<'a> Interp<'a> {
             })
             .map(|s| (s.name.as_str(), s.version.as_deref()))
             .collect();
-        let scope = self.global.iter().chain(tree.iter().skip(1));
+        let scope = self
+            .global
+            .iter()
+            .chain(tree.iter())
+            .filter(|m| m.path != module.path);
         for m in scope {
             if left.is_empty() {
                 break;
@@ -313,6 +419,22 @@ impl<'a> Interp<'a> {
         names.truncate(NAMED);
         (names, count)
     }
+}
+
+/// A symbol an object asks a CUDA library for: a C name (the CUDA libraries' APIs are C:
+/// `ncclCommRegister`, `cublasLtMatmul`), unversioned or versioned by a CUDA-family soname.
+/// The C++ names and the C runtime's versioned names come from what ships with the object.
+fn asked_of_cuda(info: &ElfInfo, sym: &elf::Symbol) -> bool {
+    if is_cplusplus(&sym.name) {
+        return false;
+    }
+    let Some(v) = &sym.version else {
+        return true;
+    };
+    info.version_needs
+        .iter()
+        .find(|n| n.versions.iter().any(|x| x == v))
+        .is_some_and(|n| crate::probe::libs::frameworks::family(&n.file).is_some())
 }
 
 /// A C++ (Itanium-mangled) name: defined by the C++ libraries a module links (torch's, its

@@ -276,6 +276,7 @@ fn scan_python(
             Want {
                 numpy: wants_numpy,
                 host,
+                framework: crate::probe::libs::frameworks::kind_of(pkg).is_some(),
             },
             deadline,
         );
@@ -311,6 +312,9 @@ fn requires(pkg: &Package, dep: &str) -> bool {
 struct Want<'a> {
     numpy: bool,
     host: Option<&'a str>,
+    /// A framework the library probe models (torch, TensorFlow, jaxlib, ...): its facts are
+    /// kept, its loading is judged there.
+    framework: bool,
 }
 
 /// Most modules of one distribution scanned for the NumPy marker (its modules are compiled
@@ -365,6 +369,13 @@ fn scan_dist(
                 }
             }
         }
+        // A framework's own modules are the library probe's: it follows the framework's
+        // real load order and knows when each library is needed (`needed_at`), so a second
+        // verdict here would only repeat, or contradict, its own.
+        if want.framework {
+            failures.extend(framework_failure(pkg, m, &out));
+            continue;
+        }
         if let Some(f) = failure(pkg, m, &out, &built_for_torch) {
             failures.push(f);
         }
@@ -372,6 +383,23 @@ fn scan_dist(
     dist.cuda_majors.sort();
     dist.cuda_majors.dedup();
     (dist, failures, visited)
+}
+
+/// The failure of a framework's own module: only what the library probe does not judge, an
+/// undefined symbol in one of the framework's own objects (torch's `libtorch_cuda.so` asking
+/// an older NCCL for `ncclCommRegister`).
+fn framework_failure(pkg: &Package, module: &Path, out: &load::Outcome) -> Option<NativeFailure> {
+    if out.framework_undefined.is_empty() {
+        return None;
+    }
+    let only = load::Outcome {
+        undefined: out.framework_undefined.clone(),
+        undefined_count: out.framework_undefined.len(),
+        ..Default::default()
+    };
+    let mut f = failure(pkg, module, &only, &None)?;
+    f.kind = "framework-undefined-symbol".into();
+    Some(f)
 }
 
 /// The failure `out` describes, if any (the first the loader would meet).

@@ -349,7 +349,7 @@ const VER_FLG_BASE: u16 = 1;
 /// Read the loader-relevant facts of the ELF file at `machine_path` (links followed in `root`).
 pub fn read(root: &Root, machine_path: &Path) -> Result<ElfInfo, ElfError> {
     let r = Reader::open(root, machine_path)?;
-    read_from(&r, false).map(|(info, _)| info)
+    read_from(&r, Symbols::None).map(|(info, _)| info)
 }
 
 /// Like [`read`], plus the dynamic symbol table: what the object exports and what it expects
@@ -362,8 +362,27 @@ pub fn read_with_symbols(
     machine_path: &Path,
 ) -> Result<(ElfInfo, DynSymbols), ElfError> {
     let r = Reader::open(root, machine_path)?;
-    let (info, syms) = read_from(&r, true)?;
+    let (info, syms) = read_from(&r, Symbols::All)?;
     Ok((info, syms.unwrap_or_default()))
+}
+
+/// Like [`read_with_symbols`], keeping only the undefined symbols (`exported` is empty): the
+/// names of a large library's exports are not read, only what it asks others for.
+pub fn read_undefined_symbols(root: &Root, machine_path: &Path) -> Result<DynSymbols, ElfError> {
+    let r = Reader::open(root, machine_path)?;
+    let (_, syms) = read_from(&r, Symbols::Undefined)?;
+    Ok(syms.unwrap_or_default())
+}
+
+/// Which symbols [`read_from`] reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Symbols {
+    /// None: the facts only.
+    None,
+    /// Every dynamic symbol.
+    All,
+    /// Only the undefined ones.
+    Undefined,
 }
 
 /// A dynamic symbol with its version (`GLIBCXX_3.4.30`), when it has one.
@@ -411,7 +430,7 @@ const MAX_SYMBOLS: u64 = 4_000_000;
 /// Read the facts (and, with `want_symbols`, the dynamic symbols) of the file behind `r`.
 fn read_from(
     r: &Reader<'_>,
-    want_symbols: bool,
+    want_symbols: Symbols,
 ) -> Result<(ElfInfo, Option<DynSymbols>), ElfError> {
     let (header, is64, le) = read_header(r)?;
     let phdrs = read_program_headers(r, &header, is64, le)?;
@@ -461,10 +480,11 @@ fn read_from(
     };
     read_dynamic_strings(&mut info, &d, &string)?;
     let index = read_versions(r, &d, &string, &mut info)?;
-    if !want_symbols {
+    if want_symbols == Symbols::None {
         return Ok((info, None));
     }
-    let syms = read_symbols(r, &d, &string, &index)?;
+    let undefined_only = want_symbols == Symbols::Undefined;
+    let syms = read_symbols(r, &d, &string, &index, undefined_only)?;
     Ok((info, Some(syms)))
 }
 
@@ -666,6 +686,7 @@ fn read_symbols(
     d: &Dynamic<'_>,
     string: &dyn Fn(u64) -> Result<String, ElfError>,
     index: &[(u16, String)],
+    undefined_only: bool,
 ) -> Result<DynSymbols, ElfError> {
     let (le, is64) = (d.le, d.is64);
     let Some(symtab) = d.offset_of(DT_SYMTAB) else {
@@ -692,6 +713,9 @@ fn read_symbols(
         let Some((name, info_b, other, shndx)) = raw_symbol(t, i * entsize as usize, is64) else {
             break;
         };
+        if undefined_only && shndx != 0 {
+            continue;
+        }
         let name = string(u64::from(name))?;
         if name.is_empty() {
             continue;
@@ -980,7 +1004,7 @@ pub mod lookup {
                 None => None,
             };
             let all = if gnu.is_none() {
-                Some(read_symbols(&r, &d, &string, &versions)?)
+                Some(read_symbols(&r, &d, &string, &versions, false)?)
             } else {
                 None
             };

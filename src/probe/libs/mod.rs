@@ -67,6 +67,7 @@ pub fn probe(ctx: &Context) -> Apply {
     let (frameworks, libraries, jobs, errors) = collect(ctx);
     Box::new(move |snap| {
         snap.frameworks.extend(frameworks);
+        resolve::stamp_unmet_wheels(&mut snap.pythons, &libraries);
         snap.libraries.extend(libraries);
         snap.jobs.extend(jobs);
         snap.probe_errors.extend(errors);

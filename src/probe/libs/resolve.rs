@@ -310,6 +310,26 @@ fn want_needed_at(w: &Wanted) -> &'static str {
     }
 }
 
+/// Stamp each unmet `nvidia-*` requirement with when the process first needs the libraries
+/// of that wheel's family in that interpreter (the earliest `needed_at` of `libs`).
+pub fn stamp_unmet_wheels(pythons: &mut [crate::snapshot::Python], libs: &[Library]) {
+    for py in pythons {
+        for u in &mut py.unmet_requirements {
+            let Some(family) = super::frameworks::wheel_family(&u.required) else {
+                continue;
+            };
+            u.needed_at = libs
+                .iter()
+                .filter(|l| l.python.as_deref() == Some(py.path.as_str()))
+                .filter(|l| l.family.as_deref() == Some(family))
+                .filter_map(|l| l.needed_at.as_deref())
+                .fold(None, |acc: Option<String>, at| {
+                    Some(earliest(acc.as_deref(), at))
+                });
+        }
+    }
+}
+
 /// The earlier of two `needed_at` values (`import` before `first-use` before `run-time`).
 fn earliest(a: Option<&str>, b: &str) -> String {
     let rank = |x: &str| match x {

@@ -197,6 +197,7 @@ fn check(
         required: required.clone(),
         specifier: specifiers.map(|s| s.to_string()).filter(|s| !s.is_empty()),
         installed,
+        needed_at: None,
     };
     let Some(have) = installed.get(required.as_str()) else {
         return Some(unmet(None));

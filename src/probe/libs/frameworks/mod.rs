@@ -91,6 +91,27 @@ pub fn family(name: &str) -> Option<&'static str> {
     None
 }
 
+/// The CUDA family of an NVIDIA library wheel (`nvidia-cusolver-cu12` → `cusolver`,
+/// `nvidia-cuda-runtime-cu12` → `cudart`, `nvidia-cublas` → `cublas`), when it ships one.
+pub fn wheel_family(wheel: &str) -> Option<&'static str> {
+    let stem = wheel.strip_prefix("nvidia-")?;
+    let stem = match stem.rsplit_once("-cu") {
+        Some((s, major)) if major.bytes().all(|b| b.is_ascii_digit()) => s,
+        _ => stem,
+    };
+    let family = match stem {
+        "cuda-runtime" => "cudart",
+        "cuda-nvrtc" => "nvrtc",
+        "cuda-cupti" => "cupti",
+        "nvjitlink" => "nvJitLink",
+        "cusparselt" => "cusparseLt",
+        "nvtx" => "nvToolsExt",
+        "nvshmem" => "nvshmem_host",
+        other => return CUDA_FAMILY.iter().copied().find(|f| *f == other),
+    };
+    Some(family)
+}
+
 /// The major of a soname's version (`libcudart.so.11.0` → 11), when it has one.
 pub fn soname_major(name: &str) -> Option<u64> {
     name.rsplit_once(".so.")?.1.split('.').next()?.parse().ok()
@@ -138,7 +159,7 @@ impl Scan {
 }
 
 /// Which framework a package is, and the module directories to look in.
-fn kind_of(pkg: &Package) -> Option<(&'static str, Vec<&'static str>)> {
+pub(crate) fn kind_of(pkg: &Package) -> Option<(&'static str, Vec<&'static str>)> {
     let n = pkg.name.as_str();
     match n {
         "tensorflow" | "tensorflow-gpu" | "tensorflow-cpu" | "tf-nightly" | "tensorflow-intel"
@@ -686,6 +707,28 @@ pub fn implied_family(cuda_major: Option<u64>, cudnn_major: Option<u64>) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wheel_families_match_the_sonames_they_ship() {
+        for (wheel, soname) in [
+            ("nvidia-cusolver-cu12", "libcusolver.so.11"),
+            ("nvidia-cuda-runtime-cu12", "libcudart.so.12"),
+            ("nvidia-cuda-nvrtc-cu11", "libnvrtc.so.11.2"),
+            ("nvidia-cuda-cupti-cu12", "libcupti.so.12"),
+            ("nvidia-nvjitlink-cu12", "libnvJitLink.so.12"),
+            ("nvidia-cudnn-cu13", "libcudnn.so.9"),
+            ("nvidia-cublas", "libcublas.so.13"),
+            ("nvidia-cusparselt-cu12", "libcusparseLt.so.0"),
+            ("nvidia-nccl-cu12", "libnccl.so.2"),
+            ("nvidia-nvtx-cu12", "libnvToolsExt.so.1"),
+        ] {
+            assert_eq!(wheel_family(wheel), family(soname), "{wheel}");
+            assert!(wheel_family(wheel).is_some(), "{wheel}");
+        }
+        assert_eq!(wheel_family("nvidia-cuda-nvcc-cu12"), None);
+        assert_eq!(wheel_family("nvidia-ml-py"), None);
+        assert_eq!(wheel_family("torch"), None);
+    }
 
     #[test]
     fn build_info_in_every_shape() {
