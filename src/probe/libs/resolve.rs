@@ -311,13 +311,20 @@ fn want_needed_at(w: &Wanted) -> &'static str {
 }
 
 /// Stamp each unmet `nvidia-*` requirement with when the process first needs the libraries
-/// of that wheel's family in that interpreter (the earliest `needed_at` of `libs`).
+/// of that wheel's family in that interpreter (the earliest `needed_at` of `libs`). A CUDA
+/// wheel's own requirement (`nvidia-cusolver-cu11` requires `nvidia-cublas-cu11`) is needed
+/// when the requiring wheel's libraries load, so it takes theirs.
 pub fn stamp_unmet_wheels(pythons: &mut [crate::snapshot::Python], libs: &[Library]) {
+    use super::frameworks::wheel_family;
     for py in pythons {
         for u in &mut py.unmet_requirements {
-            let Some(family) = super::frameworks::wheel_family(&u.required) else {
+            let Some(family) = wheel_family(&u.package).or_else(|| wheel_family(&u.required))
+            else {
                 continue;
             };
+            if wheel_family(&u.required).is_none() {
+                continue;
+            }
             u.needed_at = libs
                 .iter()
                 .filter(|l| l.python.as_deref() == Some(py.path.as_str()))
@@ -700,6 +707,59 @@ mod tests {
     use super::*;
     use crate::root::Env;
     use crate::snapshot::libs::{Framework, Wanted};
+
+    #[test]
+    fn an_unmet_cuda_wheel_is_needed_when_what_asks_for_it_loads() {
+        let lib = |soname: &str, family: &str, at: &str| Library {
+            soname: soname.into(),
+            family: Some(family.into()),
+            python: Some("/v/bin/python".into()),
+            needed_at: Some(at.into()),
+            ..Default::default()
+        };
+        let libs = vec![
+            lib("libcublas.so.12", "cublas", "import"),
+            lib("libcusolver.so.11", "cusolver", "first-use"),
+            lib("libcudnn.so.9", "cudnn", "import"),
+        ];
+        let unmet = |package: &str, required: &str| crate::snapshot::python::UnmetRequirement {
+            package: package.into(),
+            version: "1".into(),
+            requirement: required.into(),
+            required: required.into(),
+            specifier: None,
+            installed: None,
+            needed_at: None,
+        };
+        let mut pythons = vec![crate::snapshot::Python {
+            path: "/v/bin/python".into(),
+            unmet_requirements: vec![
+                unmet("torch", "nvidia-cusolver-cu12"),
+                unmet("torch", "nvidia-cudnn-cu12"),
+                // cuSOLVER from CUDA 11 needs CUDA 11's cuBLAS: only when cuSOLVER loads.
+                unmet("nvidia-cusolver-cu11", "nvidia-cublas-cu11"),
+                unmet("torch", "sympy"),
+                unmet("torch", "nvidia-cufile-cu12"),
+            ],
+            ..Default::default()
+        }];
+        stamp_unmet_wheels(&mut pythons, &libs);
+        let at: Vec<Option<&str>> = pythons[0]
+            .unmet_requirements
+            .iter()
+            .map(|u| u.needed_at.as_deref())
+            .collect();
+        assert_eq!(
+            at,
+            vec![
+                Some("first-use"),
+                Some("import"),
+                Some("first-use"),
+                None,
+                None
+            ]
+        );
+    }
 
     #[test]
     fn wants_beat_the_implied_family_and_a_short_file_stops_the_search() {
