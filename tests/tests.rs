@@ -37,6 +37,7 @@ mod frameworks_torch;
 mod gpu_fixture_machines;
 mod gpu_nvml;
 mod gpu_real;
+mod gpu_state;
 mod host_facts;
 mod libs_probe;
 mod loader_ldcache;
