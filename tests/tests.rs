@@ -65,4 +65,5 @@ mod ship_cli;
 mod ship_wheel;
 mod snapshot_cli;
 mod timings_cli;
+mod tools_probe;
 mod verdict_reality;
