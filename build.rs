@@ -52,6 +52,10 @@ fn main() {
         std::env::var("TARGET").unwrap_or_default()
     );
     let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    std::fs::write(Path::new(&out_dir).join("shipped_rules.rs"), out)
-        .expect("write shipped_rules.rs");
+    // Written beside and renamed over: a target directory copied with hard links (`cp -al`, a
+    // second worktree) then gets its own file instead of rewriting the one it shares.
+    let dest = Path::new(&out_dir).join("shipped_rules.rs");
+    let tmp = Path::new(&out_dir).join("shipped_rules.rs.tmp");
+    std::fs::write(&tmp, out).expect("write shipped_rules.rs");
+    std::fs::rename(&tmp, &dest).expect("rename shipped_rules.rs into place");
 }

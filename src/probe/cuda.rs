@@ -74,7 +74,7 @@ pub fn collect(root: &Root, env: &Env, errors: &mut Vec<ProbeError>) -> Cuda {
             .filter(|p| root.is_dir(p))
             .map(|p| p.to_string_lossy().into_owned()),
         cudnn: system_cudnn(root),
-        driver: driver(root, &loader, errors),
+        driver: driver(root, &loader, &Loader::new(root, env), errors),
         ld_cache: ld_cache(root, &loader, errors),
         inventory: Vec::new(),
     };
@@ -474,7 +474,12 @@ fn system_cudnn(root: &Root) -> Vec<CudnnHeader> {
     out
 }
 
-fn driver(root: &Root, loader: &Loader, errors: &mut Vec<ProbeError>) -> Option<Driver> {
+fn driver(
+    root: &Root,
+    loader: &Loader,
+    job_loader: &Loader,
+    errors: &mut Vec<ProbeError>,
+) -> Option<Driver> {
     let proc_path = Path::new("/proc/driver/nvidia/version");
     let kernel = match root.read_to_string_lossy(proc_path) {
         Ok(t) => {
@@ -490,20 +495,9 @@ fn driver(root: &Root, loader: &Loader, errors: &mut Vec<ProbeError>) -> Option<
         }
         Err(_) => None,
     };
-    // libcuda.so.1 as the system loader finds it, then its real file name.
-    let req = Requester::new(Object::bare("/"));
-    let mut libcuda: Option<(String, PathBuf)> = None;
-    if let Some(p) = loader.resolve("libcuda.so.1", &req).path {
-        if let Ok(real) = root.canonicalize(&p) {
-            let name = real
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if let Some(v) = name_version(&name).filter(|v| v.contains('.')) {
-                libcuda = Some((v, real));
-            }
-        }
-    }
+    // libcuda.so.1 as the system loader finds it, then its real file name; a forward-
+    // compatibility copy there (ld.so.conf naming `compat/`) is not the driver's own.
+    let mut libcuda = resolve_libcuda(root, loader).filter(|(_, p)| !is_compat_dir(p));
     if libcuda.is_none() {
         // No libcuda.so.1 link: any libcuda.so.X.Y file in the default dirs.
         'dirs: for d in loader.default_dirs() {
@@ -521,6 +515,8 @@ fn driver(root: &Root, loader: &Loader, errors: &mut Vec<ProbeError>) -> Option<
             }
         }
     }
+    // What a job here loads, with its LD_LIBRARY_PATH: a compat copy wins over the driver's.
+    let compat = resolve_libcuda(root, job_loader).filter(|(_, p)| is_compat_dir(p));
     let (version, source) = match (&kernel, &libcuda) {
         (Some(k), _) => (k.clone(), proc_path.to_string_lossy().into_owned()),
         (None, Some((v, p))) => (v.clone(), p.to_string_lossy().into_owned()),
@@ -533,7 +529,30 @@ fn driver(root: &Root, loader: &Loader, errors: &mut Vec<ProbeError>) -> Option<
         kernel_module: kernel,
         libcuda: libcuda.as_ref().map(|(v, _)| v.clone()),
         libcuda_path: libcuda.map(|(_, p)| p.to_string_lossy().into_owned()),
+        compat_libcuda: compat
+            .as_ref()
+            .map(|(_, p)| p.to_string_lossy().into_owned()),
+        compat_version: compat.map(|(v, _)| v),
     })
+}
+
+/// `libcuda.so.1` as `loader` resolves it from an ordinary executable: the real file and the
+/// version its name carries.
+fn resolve_libcuda(root: &Root, loader: &Loader) -> Option<(String, PathBuf)> {
+    let req = Requester::new(Object::bare("/"));
+    let p = loader.resolve("libcuda.so.1", &req).path?;
+    let real = root.canonicalize(&p).ok()?;
+    let name = real.file_name()?.to_string_lossy().into_owned();
+    let v = name_version(&name).filter(|v| v.contains('.'))?;
+    Some((v, real))
+}
+
+/// A CUDA forward-compatibility directory: the `cuda-compat-X-Y` package's
+/// `/usr/local/cuda-X.Y/compat` (NGC and vLLM images put it on the loader path).
+pub fn is_compat_dir(file: &Path) -> bool {
+    file.parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|n| n == "compat")
 }
 
 fn ld_cache(root: &Root, loader: &Loader, errors: &mut Vec<ProbeError>) -> Option<LdCache> {

@@ -125,6 +125,15 @@ pub struct Driver {
     /// True when both are known and differ (`Driver/library version mismatch`).
     #[serde(default)]
     pub mismatch: bool,
+    /// The `libcuda.so.1` a job here loads (its `LD_LIBRARY_PATH`, the loader cache, the
+    /// default directories) when it is a CUDA forward-compatibility copy (a `compat`
+    /// directory: the `cuda-compat-X-Y` package, NGC and vLLM images) instead of the driver's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compat_libcuda: Option<String>,
+    /// That copy's version, from its file name (`575.57.08`): it only works on data-center
+    /// GPUs, and only with an older kernel module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compat_version: Option<String>,
 }
 
 /// The binary loader cache.

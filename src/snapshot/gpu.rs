@@ -85,11 +85,36 @@ pub struct Gpu {
     /// UUIDs of its MIG devices (`MIG-…`), when MIG is enabled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mig_devices: Vec<String>,
+    /// ECC and memory-error state, as far as the device and driver report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecc: Option<GpuEcc>,
     /// Whether `CUDA_VISIBLE_DEVICES` lets a job here see it.
     pub visible: bool,
     /// Volatile state: memory in use, utilisation, processes.
     #[serde(default)]
     pub live: GpuLive,
+}
+
+/// ECC and memory-error state of a GPU (NVML; absent fields are not supported there).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuEcc {
+    /// ECC is enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Uncorrectable ECC errors since the driver loaded (the volatile counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected_volatile: Option<u64>,
+    /// Pages with errors wait to be retired; they are retired when the driver reloads (a
+    /// reboot or GPU reset). Before Ampere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired_pages_pending: Option<bool>,
+    /// A row remap waits for a GPU reset (Ampere and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remap_pending: Option<bool>,
+    /// A row remap failed: the memory has more errors than spare rows (Ampere and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remap_failed: Option<bool>,
 }
 
 /// The minute-to-minute state of a GPU (ignored by `compare` unless `--all`).
@@ -114,6 +139,12 @@ pub struct GpuLive {
     /// How many of `processes` are outside this PID namespace.
     #[serde(default)]
     pub foreign_processes: u32,
+    /// Memory in use that no listed process accounts for, MiB (used minus every process's
+    /// memory): a process in another container the driver does not list, an MPS server, a
+    /// context leaked by a process that is gone. Absent when a process's memory is unknown or
+    /// MIG is enabled (the parent's counters then cover every instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unaccounted_memory_mib: Option<u64>,
 }
 
 /// A process on a GPU.
@@ -144,6 +175,11 @@ pub struct GpuProcess {
     /// Its cgroup / container, when visible.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
+    /// `zombie` (it exited and its parent has not reaped it: its GPU memory stays held), or
+    /// `exited` (no such process, seen from the host's PID namespace with every pid visible:
+    /// the driver still holds its context). Absent for a live process or when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
 }
 
 impl Gpu {

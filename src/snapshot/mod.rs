@@ -23,6 +23,7 @@ pub mod host;
 pub mod libs;
 pub mod lock;
 pub mod python;
+pub mod tools;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

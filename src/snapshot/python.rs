@@ -71,6 +71,10 @@ pub struct Python {
     /// disagrees with the files.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owners: Vec<super::extensions::OwnerConflict>,
+    /// The CUDA compiler tools its frameworks run (ptxas for XLA and Triton, nvcc for torch's
+    /// extension builds), found as each framework looks them up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuda_tools: Vec<super::tools::ToolUse>,
 }
 
 /// The most unmet requirements a snapshot lists per interpreter (the rest are counted in
@@ -422,6 +426,8 @@ impl Python {
             .sort_by(|a, b| (&a.package, &a.module).cmp(&(&b.package, &b.module)));
         self.owners
             .sort_by(|a, b| (&a.package, &a.kind).cmp(&(&b.package, &b.kind)));
+        self.cuda_tools
+            .sort_by(|a, b| (&a.user, &a.framework).cmp(&(&b.user, &b.framework)));
     }
 
     /// The first package with this (normalised) name in sys.path order: the one `import` sees.

@@ -21,13 +21,23 @@
  *   no-driver           nvmlInit_v2 returns NVML_ERROR_DRIVER_NOT_LOADED.
  *   no-devices          init works, nvmlDeviceGetCount_v2 says 0.
  *   crash               nvmlInit_v2 dereferences NULL.
+ *   hidden-memory       idle, but 30000 MiB of GPU 0 in use with no process listed (a process
+ *                       in another container, an MPS server, a leaked context).
+ *   mig-empty           idle, but GPU 1 has MIG enabled with no MIG device created.
+ *   geforce             one idle NVIDIA GeForce RTX 4090 (cc 8.9, no ECC): a consumer GPU.
+ *   memory-errors       idle, but GPU 0 has 2 uncorrectable ECC errors since the driver
+ *                       loaded and a row remap pending (a GPU reset is due); with
+ *                       FAKE_NVML_LEGACY, GPU 0 has pages pending retirement instead.
  *   fork-noisy          two-gpus, but nvmlInit_v2 first forks a process that sleeps forever
  *                       holding every inherited fd (its pid written to FAKE_NVML_PIDFILE) and
  *                       prints a forged event and an unterminated line on stdout.
  *
  * Compiled with -DFAKE_NVML_LEGACY it looks like a pre-R510 driver (470.256.02, CUDA 11.4):
  * nvmlDeviceGetMemoryInfo_v2 and the _v3 process lists are not exported, only
- * nvmlDeviceGetMemoryInfo (v1) and the _v2 lists.
+ * nvmlDeviceGetMemoryInfo (v1) and the _v2 lists; nvmlDeviceGetRemappedRows is not exported and
+ * page retirement is reported instead (a Volta-era driver).
+ *
+ * ECC: the data-center GPUs have ECC enabled; the GeForce has none (NOT_SUPPORTED).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +116,10 @@ struct fake_device {
     int n_graphics;
     struct proc graphics[MAX_PROCS];
     int hang_processes;
+    int no_mig_devices;
+    int ecc;                  /* -1: not supported, else enabled (0/1) */
+    unsigned long long uncorrected;
+    int remap_pending, remap_failed, retire_pending;
 };
 
 static struct fake_device gpus[2];
@@ -149,6 +163,7 @@ static void load_two_gpus(int hang_device)
     g->n_graphics = 1;
     g->used = 73403ULL * MIB + 512ULL * MIB + 600ULL * MIB; /* + driver reserve */
     g->util = 97;
+    g->ecc = 1;
     g->compute_mode = 0; /* DEFAULT */
     g->mig = 0;
     g->persistence = 1;
@@ -162,6 +177,7 @@ static void load_two_gpus(int hang_device)
     g->total = 40960ULL * MIB;
     g->used = 1024ULL * MIB;
     g->util = -1;
+    g->ecc = 1;
     g->compute_mode = 3; /* EXCLUSIVE_PROCESS */
     g->mig = 1;
     g->persistence = 0;
@@ -213,7 +229,9 @@ nvmlReturn_t nvmlInit_v2(void)
     } else {
         load_two_gpus(!strcmp(s, "hang-device"));
     }
-    if (!strcmp(s, "idle")) {
+    int idle = !strcmp(s, "idle") || !strcmp(s, "hidden-memory") || !strcmp(s, "mig-empty") ||
+               !strcmp(s, "geforce") || !strcmp(s, "memory-errors");
+    if (idle) {
         for (unsigned int i = 0; i < gpu_count; i++) {
             gpus[i].n_compute = 0;
             gpus[i].n_graphics = 0;
@@ -221,6 +239,32 @@ nvmlReturn_t nvmlInit_v2(void)
             gpus[i].util = 0;
         }
         gpus[1].compute_mode = 0;
+    }
+    if (!strcmp(s, "hidden-memory"))
+        gpus[0].used = 30000ULL * MIB;
+    if (!strcmp(s, "mig-empty")) {
+        gpus[1].mig = 1;
+        gpus[1].no_mig_devices = 1;
+    }
+    if (!strcmp(s, "geforce")) {
+        struct fake_device *g = &gpus[0];
+        g->name = "NVIDIA GeForce RTX 4090";
+        g->uuid = "GPU-44444444-0909-4090-4090-409040904090";
+        g->bus_id = "00000000:01:00.0";
+        g->cc_major = 8;
+        g->cc_minor = 9;
+        g->total = 24564ULL * MIB;
+        g->ecc = -1;
+        g->persistence = 0;
+        gpu_count = 1;
+    }
+    if (!strcmp(s, "memory-errors")) {
+        gpus[0].uncorrected = 2;
+#ifdef FAKE_NVML_LEGACY
+        gpus[0].retire_pending = 1;
+#else
+        gpus[0].remap_pending = 1;
+#endif
     }
     initialised = 1;
     return NVML_SUCCESS;
@@ -403,7 +447,7 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int i,
 {
     if (!d->mig)
         return NVML_ERROR_NOT_SUPPORTED;
-    if (i >= 2)
+    if (i >= 2 || d->no_mig_devices)
         return NVML_ERROR_NOT_FOUND;
     *mig = &migs[i];
     return NVML_SUCCESS;
@@ -453,3 +497,52 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned i
 {
     return list(d, d->n_graphics, d->graphics, count, out);
 }
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, int *current, int *pending)
+{
+    if (d->is_mig || d->ecc < 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *current = d->ecc;
+    *pending = d->ecc;
+    return NVML_SUCCESS;
+}
+
+/* errorType 1 = NVML_MEMORY_ERROR_TYPE_UNCORRECTED; counterType 0 = NVML_VOLATILE_ECC */
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int error_type, int counter_type,
+                                         unsigned long long *count)
+{
+    if (d->is_mig || d->ecc <= 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *count = (error_type == 1 && counter_type == 0) ? d->uncorrected : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *pending)
+{
+#ifdef FAKE_NVML_LEGACY
+    if (d->is_mig || d->ecc <= 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *pending = d->retire_pending;
+    return NVML_SUCCESS;
+#else
+    /* Ampere and later replace page retirement with row remapping. */
+    (void)d;
+    (void)pending;
+    return NVML_ERROR_NOT_SUPPORTED;
+#endif
+}
+
+#ifndef FAKE_NVML_LEGACY
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *corrected,
+                                       unsigned int *uncorrected, unsigned int *pending,
+                                       unsigned int *failed)
+{
+    if (d->is_mig || d->ecc <= 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *corrected = 0;
+    *uncorrected = d->remap_pending ? 1 : 0;
+    *pending = (unsigned int)d->remap_pending;
+    *failed = (unsigned int)d->remap_failed;
+    return NVML_SUCCESS;
+}
+#endif

@@ -63,8 +63,27 @@ pub struct RawDevice {
     pub persistence_mode: Option<bool>,
     pub mig_devices: Vec<String>,
     pub processes: Vec<RawProcess>,
+    /// ECC memory health (absent fields: not supported or an older child).
+    #[serde(default)]
+    pub ecc: RawEcc,
     /// Failed queries other than "not supported", for `probe_errors`.
     pub errors: Vec<String>,
+}
+
+/// What NVML says about a device's memory errors.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RawEcc {
+    /// ECC currently enabled (`nvmlDeviceGetEccMode`).
+    pub enabled: Option<bool>,
+    /// Uncorrectable errors since the driver loaded (`nvmlDeviceGetTotalEccErrors`, volatile).
+    pub uncorrected_volatile: Option<u64>,
+    /// Pages waiting to be retired at the next driver reload
+    /// (`nvmlDeviceGetRetiredPagesPendingStatus`, before Ampere).
+    pub retired_pages_pending: Option<bool>,
+    /// Row remapping (Ampere and later, `nvmlDeviceGetRemappedRows`): a remap waits for a GPU
+    /// reset, or a remap failed.
+    pub remap_pending: Option<bool>,
+    pub remap_failed: Option<bool>,
 }
 
 /// A process NVML lists on a device.
@@ -276,10 +295,57 @@ fn device(nvml: &Nvml, index: u32) -> RawDevice {
     if d.mig_enabled == Some(true) {
         d.mig_devices = mig_devices(&dev, errs);
     }
+    d.ecc = ecc(nvml, &dev, errs);
     for kind in ["compute", "graphics"] {
         d.processes.extend(processes(nvml, &dev, kind, errs));
     }
     d
+}
+
+/// ECC mode, uncorrectable error count, pending page retirement and row remapping of `dev`.
+fn ecc(nvml: &Nvml, dev: &nvml_wrapper::Device<'_>, errs: &mut Vec<String>) -> RawEcc {
+    use nvml_wrapper::enum_wrappers::device::{EccCounter, MemoryError};
+    let mut e = RawEcc {
+        enabled: opt(
+            unsupported_if_absent(dev.is_ecc_enabled()),
+            "nvmlDeviceGetEccMode",
+            errs,
+        )
+        .map(|m| m.currently_enabled),
+        ..Default::default()
+    };
+    if e.enabled == Some(true) {
+        e.uncorrected_volatile = opt(
+            unsupported_if_absent(
+                dev.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile),
+            ),
+            "nvmlDeviceGetTotalEccErrors",
+            errs,
+        );
+    }
+    e.retired_pages_pending = opt(
+        unsupported_if_absent(dev.are_pages_pending_retired()),
+        "nvmlDeviceGetRetiredPagesPendingStatus",
+        errs,
+    );
+    if let Some((pending, failed)) = opt(
+        legacy::remapped_rows(nvml, dev),
+        "nvmlDeviceGetRemappedRows",
+        errs,
+    ) {
+        e.remap_pending = Some(pending);
+        e.remap_failed = Some(failed);
+    }
+    e
+}
+
+/// An entry point the library does not export answers as "not supported" would (older
+/// drivers, and fakes that implement only part of NVML).
+fn unsupported_if_absent<T>(r: Result<T, NvmlError>) -> Result<T, NvmlError> {
+    match r {
+        Err(NvmlError::FailedToLoadSymbol(_)) => Err(NvmlError::NotSupported),
+        other => other,
+    }
 }
 
 /// The snapshot's name of a compute mode.
@@ -367,6 +433,26 @@ mod legacy {
     };
 
     const NOT_AVAILABLE: u64 = u64::MAX;
+
+    /// (a remap is pending, a remap failed). nvml-wrapper has no call for it; a library
+    /// without the entry point (before R460) is "not supported".
+    pub fn remapped_rows(nvml: &Nvml, dev: &Device) -> Result<(bool, bool), NvmlError> {
+        let Ok(f) = nvml.lib().nvmlDeviceGetRemappedRows.as_ref() else {
+            return Err(NvmlError::NotSupported);
+        };
+        let (mut corrected, mut uncorrected, mut pending, mut failed) = (0u32, 0u32, 0u32, 0u32);
+        // SAFETY: a device handle from this NVML and four out-parameters of the declared type.
+        nvml_try(unsafe {
+            f(
+                dev.handle(),
+                &mut corrected,
+                &mut uncorrected,
+                &mut pending,
+                &mut failed,
+            )
+        })?;
+        Ok((pending != 0, failed != 0))
+    }
 
     /// (total, used, free) bytes.
     pub fn memory(nvml: &Nvml, dev: &Device) -> Result<(u64, u64, u64), NvmlError> {

@@ -510,6 +510,7 @@ fn to_gpu(ctx: &Context, viewer: &procs::Viewer, d: RawDevice) -> Gpu {
         }
         live.processes.push(gp);
     }
+    live.unaccounted_memory_mib = unaccounted(&live, d.mig_enabled);
     Gpu {
         index: d.index,
         name: d.name.unwrap_or_default(),
@@ -521,9 +522,34 @@ fn to_gpu(ctx: &Context, viewer: &procs::Viewer, d: RawDevice) -> Gpu {
         mig_enabled: d.mig_enabled,
         persistence_mode: d.persistence_mode,
         mig_devices: d.mig_devices,
+        ecc: ecc(&d.ecc),
         visible: true,
         live,
     }
+}
+
+/// Memory in use beyond what the listed processes hold; `None` when a process's memory is
+/// unknown or MIG is on.
+fn unaccounted(live: &GpuLive, mig_enabled: Option<bool>) -> Option<u64> {
+    if mig_enabled == Some(true) {
+        return None;
+    }
+    let mut held = 0u64;
+    for p in &live.processes {
+        held += p.used_memory_mib?;
+    }
+    Some(live.memory_used_mib.saturating_sub(held))
+}
+
+fn ecc(raw: &child::RawEcc) -> Option<crate::snapshot::gpu::GpuEcc> {
+    let e = crate::snapshot::gpu::GpuEcc {
+        enabled: raw.enabled,
+        uncorrected_volatile: raw.uncorrected_volatile,
+        retired_pages_pending: raw.retired_pages_pending,
+        remap_pending: raw.remap_pending,
+        remap_failed: raw.remap_failed,
+    };
+    (e != crate::snapshot::gpu::GpuEcc::default()).then_some(e)
 }
 
 #[cfg(test)]

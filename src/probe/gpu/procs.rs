@@ -27,6 +27,10 @@ pub struct Viewer {
     pub uid: Option<u32>,
     /// uid → user name from `/etc/passwd`.
     users: BTreeMap<u32, String>,
+    /// `/proc` is known to show every process: `/proc/self/mountinfo` was read and its
+    /// `/proc` mount has no `hidepid=`/`subset=` option. Only then does a missing pid mean
+    /// the process is gone.
+    pub sees_every_pid: bool,
 }
 
 impl Viewer {
@@ -41,7 +45,15 @@ impl Viewer {
             .read_to_string_lossy(Path::new("/etc/passwd"))
             .map(|s| parse_passwd(&s))
             .unwrap_or_default();
-        Viewer { pid_ns, uid, users }
+        let sees_every_pid = root
+            .read_to_string_lossy(Path::new("/proc/self/mountinfo"))
+            .is_ok_and(|m| proc_shows_every_pid(&m));
+        Viewer {
+            pid_ns,
+            uid,
+            users,
+            sees_every_pid,
+        }
     }
 
     /// True when NVML's host pids are our pids.
@@ -63,6 +75,31 @@ pub fn status_uid(status: &str) -> Option<u32> {
         .find_map(|l| l.strip_prefix("Uid:"))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse().ok())
+}
+
+/// True when a `/proc/self/mountinfo` text mounts `/proc` without options that hide other
+/// users' processes (`hidepid=1|2|noaccess|invisible`, `subset=pid`).
+pub fn proc_shows_every_pid(mountinfo: &str) -> bool {
+    let Some(line) = mountinfo
+        .lines()
+        .find(|l| l.split_whitespace().nth(4) == Some("/proc"))
+    else {
+        return false;
+    };
+    !line.split([' ', ',']).any(|o| {
+        o.strip_prefix("hidepid=")
+            .is_some_and(|v| !matches!(v, "0" | "off"))
+            || o.starts_with("subset=")
+    })
+}
+
+/// `zombie` for a `State:\tZ (zombie)` line of a `/proc/PID/status` text.
+pub fn status_state(status: &str) -> Option<String> {
+    let s = status
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))?
+        .trim();
+    s.starts_with('Z').then(|| "zombie".to_string())
 }
 
 /// The `Name:` of a `/proc/PID/status` text.
@@ -143,9 +180,13 @@ pub fn attribute(
     }
     let dir = PathBuf::from(format!("/proc/{pid}"));
     let Ok(status) = root.read_to_string_lossy(&dir.join("status")) else {
-        // Gone, or never ours to see.
+        // Gone, or never ours to see (another user's, under hidepid).
+        if viewer.in_init_pid_ns() && viewer.sees_every_pid {
+            p.state = Some("exited".into());
+        }
         return p;
     };
+    p.state = status_state(&status);
     p.in_our_pid_namespace = match (&viewer.pid_ns, link_text(root, &dir.join("ns/pid"))) {
         (Some(ours), Some(theirs)) => *ours == theirs,
         // Visible in our /proc but its namespace is unreadable (another user's process):
@@ -239,6 +280,22 @@ mod tests {
         let p = attribute(&root, &v, 100, "compute", Some(1));
         assert!(!p.in_our_pid_namespace);
         assert_eq!(p.name, None);
+    }
+
+    #[test]
+    fn zombies_and_hidden_pids() {
+        assert_eq!(
+            status_state("Name:\tpython\nState:\tZ (zombie)\n").as_deref(),
+            Some("zombie")
+        );
+        assert_eq!(status_state("State:\tS (sleeping)\n"), None);
+        let plain = "22 27 0:21 / /proc rw,relatime - proc proc rw\n";
+        assert!(proc_shows_every_pid(plain));
+        let hidden = "22 27 0:21 / /proc rw,relatime - proc proc rw,hidepid=invisible\n";
+        assert!(!proc_shows_every_pid(hidden));
+        let off = "22 27 0:21 / /proc rw - proc proc rw,hidepid=0\n";
+        assert!(proc_shows_every_pid(off));
+        assert!(!proc_shows_every_pid("1 0 0:1 / / rw - ext4 /dev/sda rw\n"));
     }
 
     #[test]
