@@ -270,3 +270,108 @@ fn validator_python() -> Option<PathBuf> {
         None
     }
 }
+
+/// Message formats no real log here and no cited excerpt of the corpus shows yet (2026-11-27):
+/// each is a format copied from the framework's source or docs, without a log line to prove it.
+/// A format leaves this list when a real or cited line is added for it (the test fails while it
+/// stays listed), and a new format must come with its line.
+const UNTESTED_FORMATS: &[&str] = &[
+    r#"(?P<object>[\w/.+\-]+): wrong ELF class: (?P<class>ELFCLASS\d+)"#,
+    r#"cannot import name '(?P<name>\w+)' from '(?P<module>[\w.]+)'"#,
+    r#"module compiled against (?:ABI|API) version (?P<built_abi>0x[0-9a-fA-F]+) but this version of numpy is (?P<numpy_abi>0x[0-9a-fA-F]+)"#,
+    r#"_ARRAY_API not found|numpy\.core\.multiarray failed to import"#,
+    r#"detected CUDA version \((?P<cuda>[\d.]+)\) mismatches the version that was used to compile\s*PyTorch \((?P<torch_cuda>[\d.]+)\)"#,
+    r#"PyTorch has CUDA Version=(?P<torch_cuda>[\d.]+) and torchvision has CUDA Version=(?P<vision_cuda>[\d.]+)"#,
+    r#"plugin (?P<plugin>[\w\-]+) version (?P<plugin_version>[\w.+\-]+) is installed, but it is not compatible with the installed jaxlib version (?P<jaxlib>[\w.+\-]+)"#,
+    r#"Unrecognized keyword arguments(?: passed to (?P<layer>\w+))?: [\[{]'(?P<kwarg>\w+)'"#,
+    r#"Error when deserializing class '(?P<class>\w+)'"#,
+    r#"Unknown (?:layer|object|optimizer|activation): '?(?P<class>[\w>]+)"#,
+    r#"Descriptors cannot be created directly|Couldn't build proto file into descriptor pool|cannot import name '(?P<name>\w+)' from 'google\.protobuf"#,
+    r#"failed call to cuInit: (?:[A-Z_]+: CUDA error: [Ff]ailed call to cuInit: )?(?P<name>[A-Z_ ]+?)(?:: (?P<message>[^(]+?))?(?: \((?P<code>\d+)\))?$"#,
+    r#"[Ee]rror (?P<code>\d{1,3}): (?P<message>[a-z][^\n(]*?)(?: \(|$)"#,
+    r#"cudaError(?:_t)?[ :=]*(?P<name>cudaError\w+)"#,
+    r#"Tried to allocate (?P<requested>[\d.]+ [KMGT]iB) \(GPU (?P<gpu>\d+); (?P<total>[\d.]+ [KMGT]iB) total capacity; (?P<allocated>[\d.]+ [KMGT]iB) already allocated; (?P<free>[\d.]+ [KMGT]iB) free; (?:(?P<max>[\d.]+ [KMGT]iB) allowed; )?(?P<reserved>[\d.]+ [KMGT]iB) reserved"#,
+    r#"Tried to allocate (?P<requested>[\d.]+ [KMGT]iB)\. GPU (?P<gpu>\d+) has a total capacity of (?P<total>[\d.]+ [KMGT]iB) of which (?P<free>[\d.]+ [KMGT]iB) is free\.(?:.*?Including non-PyTorch memory, this process has (?P<this_process>[\d.]+ [KMGT]iB) memory in use)?"#,
+    r#"OOM when allocating tensor with shape\s*\[?(?P<shape>[\d, ]*)"#,
+    r#"RESOURCE_EXHAUSTED: Out of memory while trying to allocate (?P<requested_bytes>\d+) bytes"#,
+    r#"Found GPU\d* (?P<gpu>[^\n]+?) which is of cuda capability (?P<cc>\d+\.\d+)"#,
+    r#"device: (?P<index>\d+), name: (?P<gpu>[^,]+), pci bus id: [^,]+, compute capability: (?P<cc>\d+\.\d+)"#,
+    r#"(?:Key (?P<key>\S+) not found in checkpoint|Unsuccessful TensorSliceReader constructor|Failed to find any matching files for (?P<path>\S+))"#,
+    r#"requires a different Python: (?P<python>[\d.]+) not in '(?P<python_spec>[^']+)'"#,
+    r#"nothing provides (?P<dependency>[^\n]+?) needed by (?P<package>\S+)"#,
+];
+
+/// Issue 26, "the log reader extracts values for each event family, tested on real logs …
+/// and on cited excerpts": every message format `logfacts` reads matches a line of a real log
+/// (the reality matrix's and the failures produced here, `fixtures/logs/reality/`) or of a cited
+/// corpus excerpt, and each value it names is read from one of them.
+#[test]
+fn every_log_family_reads_its_values_from_a_real_or_cited_log() {
+    use envdoctor::diagnose::logfacts;
+    let mut texts: Vec<(String, String)> = entries()
+        .into_iter()
+        .map(|e| (e.path.display().to_string(), e.body))
+        .collect();
+    for dir in ["fixtures/logs/reality", "fixtures/logs/reality/produced"] {
+        for e in std::fs::read_dir(repo(dir)).unwrap().flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "log") {
+                texts.push((
+                    p.display().to_string(),
+                    std::fs::read_to_string(&p).unwrap(),
+                ));
+            }
+        }
+    }
+    let mut gaps = Vec::new();
+    for (kind, pattern) in logfacts::families() {
+        let re = regex::Regex::new(pattern).unwrap();
+        let names: Vec<&str> = re.capture_names().flatten().collect();
+        let mut seen: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        let mut matched = None;
+        for (path, text) in &texts {
+            for line in text.lines() {
+                let Some(c) = re.captures(line) else { continue };
+                matched.get_or_insert(path.clone());
+                seen.extend(names.iter().filter(|n| c.name(n).is_some()));
+            }
+        }
+        // The reader itself reads those values from that log (not just the regex).
+        if let Some(path) = &matched {
+            let text = &texts.iter().find(|(p, _)| p == path).unwrap().1;
+            let facts = logfacts::read_text(text);
+            assert!(
+                facts.events.iter().any(|e| e.kind == *kind),
+                "{kind}: {path} matches {pattern} but the reader has no {kind} event"
+            );
+        }
+        let unseen: Vec<&&str> = names.iter().filter(|n| !seen.contains(*n)).collect();
+        let untested = matched.is_none() || !unseen.is_empty();
+        if !untested && UNTESTED_FORMATS.contains(pattern) {
+            gaps.push(format!(
+                "{kind} `{pattern}` is tested now: take it off UNTESTED_FORMATS"
+            ));
+        }
+        if untested && !UNTESTED_FORMATS.contains(pattern) {
+            gaps.push(format!(
+                "{kind} `{pattern}`: {}",
+                if matched.is_none() {
+                    "no log line".to_string()
+                } else {
+                    format!("never reads {unseen:?}")
+                }
+            ));
+        }
+    }
+    eprintln!(
+        "{} of {} formats read from a real or cited log",
+        logfacts::families().len() - UNTESTED_FORMATS.len(),
+        logfacts::families().len()
+    );
+    assert!(
+        gaps.is_empty(),
+        "{} formats:\n{}",
+        gaps.len(),
+        gaps.join("\n")
+    );
+}

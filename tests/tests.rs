@@ -23,6 +23,7 @@ mod deploy;
 mod diagnose_cli;
 mod diagnose_corpus;
 mod diagnose_public_corpus;
+mod diagnose_reality;
 mod env_secrets;
 mod extensions_probe;
 mod field_reports;

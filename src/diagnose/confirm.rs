@@ -300,6 +300,13 @@ fn judged(rule: &Rule, root: &Value) -> Outcome {
 
 /// How to collect a fact that is missing or cannot be ordered.
 fn how_for(rule: &Rule, e: &Evidence) -> String {
+    if let Some(status) = e.value.as_str().and_then(|v| v.strip_prefix("load ")) {
+        return format!(
+            "the load probe has no result for it ({status}: loaded through another library, or \
+             out of time): run `envdoctor diagnose` where the job ran with a longer --deadline, \
+             or pass --from a snapshot taken there"
+        );
+    }
     if !e.value.is_null() && !matches!(&e.value, Value::Array(a) if a.is_empty()) {
         return format!(
             "its value `{}` is not a version the rule's test can order (a nightly or local \
@@ -463,5 +470,35 @@ mod tests {
         );
         assert_eq!(o.verdict, Verdict::Confirmed);
         assert_eq!(o.fix, "f");
+    }
+
+    /// A load the probe did not attempt (`skipped`: loaded through another library, or the
+    /// deadline came first) is no result: the rule is plausible, not ruled out (the real
+    /// torch 2.6 + nvjitlink 12.1 venv, whose libcusparse.so.12 loads through libtorch_cuda.so).
+    #[test]
+    fn a_skipped_or_timed_out_load_is_unknown_not_a_contradiction() {
+        let r = rule(
+            "library",
+            "{all: [{fact: library.resolves, equals: true}, {fact: library.load.status, equals: error}, {fact: library.load.error, matches: \"undefined symbol\"}]}",
+        );
+        let with_load = |load: Value| {
+            let mut l = lib("libcusparse.so.12", true);
+            l["load"] = load;
+            json!({ "libraries": [l] })
+        };
+        let names = ["libcusparse.so.12".to_string()];
+        for status in ["skipped", "timeout"] {
+            let facts = with_load(
+                json!({"status": status, "error": "loaded through /v/torch/lib/libtorch_cuda.so"}),
+            );
+            let o = confirm(&r, &facts, &names, &[]);
+            assert_eq!(o.verdict, Verdict::Plausible, "{status}: {o:?}");
+            assert!(o.missing[0].how.contains(status), "{:?}", o.missing);
+        }
+        // A load that ran and worked contradicts it; one that failed so confirms it.
+        let o = confirm(&r, &with_load(json!({"status": "ok"})), &names, &[]);
+        assert_eq!(o.verdict, Verdict::RuledOut, "{o:?}");
+        let facts = with_load(json!({"status": "error", "error": "undefined symbol: x"}));
+        assert_eq!(confirm(&r, &facts, &names, &[]).verdict, Verdict::Confirmed);
     }
 }

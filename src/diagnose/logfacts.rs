@@ -61,7 +61,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "numpy-abi",
-        r"numpy\.dtype size changed, may indicate binary incompatibility",
+        r"numpy\.dtype size changed, may indicate binary incompatibility(?:\. Expected (?P<expected_size>\d+) from C header, got (?P<got_size>\d+) from PyObject)?",
     ),
     (
         "numpy-abi",
@@ -116,6 +116,14 @@ const FAMILIES: &[(&str, &str)] = &[
         r"Unknown (?:layer|object|optimizer|activation): '?(?P<class>[\w>]+)",
     ),
     (
+        "jax-plugin-init",
+        r"Jax plugin configuration error: Exception when calling (?P<plugin>[\w.]+)\.initialize\(\)",
+    ),
+    (
+        "missing-object",
+        r"Unable to load (?P<library>cuPTI|cuDNN|cuBLAS|cuSPARSE|cuFFT|cuSOLVER|cuRAND|NCCL|nvJitLink)\. Is it installed\?",
+    ),
+    (
         "protobuf",
         r"Descriptors cannot be created directly|Couldn't build proto file into descriptor pool|cannot import name '(?P<name>\w+)' from 'google\.protobuf",
     ),
@@ -126,7 +134,9 @@ const FAMILIES: &[(&str, &str)] = &[
     // CUDA driver and runtime.
     (
         "cuda-init",
-        r"failed call to cuInit: (?P<name>[A-Z_ ]+?)(?:: (?P<message>[^(]+?))?(?: \((?P<code>\d+)\))?$",
+        // TF 2.16+ wraps the driver's answer in an absl status: `failed call to cuInit:
+        // INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)`.
+        r"failed call to cuInit: (?:[A-Z_]+: CUDA error: [Ff]ailed call to cuInit: )?(?P<name>[A-Z_ ]+?)(?:: (?P<message>[^(]+?))?(?: \((?P<code>\d+)\))?$",
     ),
     (
         "cuda-error",
@@ -255,7 +265,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "wheel-platform",
-        r"is not a supported wheel on this platform",
+        r"(?:(?P<wheel>[\w.+\-]*?-(?P<python_tag>(?:cp|py|pp)\d+)-(?P<abi_tag>\w+)-(?P<platform_tag>[\w.]+)\.whl) )?is not a supported wheel on this platform",
     ),
     (
         "resolver",
@@ -303,6 +313,11 @@ fn compiled() -> &'static Compiled {
             stamp: re(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})"),
         }
     })
+}
+
+/// Every message format read: (event kind, pattern whose named groups are its values).
+pub fn families() -> &'static [(&'static str, &'static str)] {
+    FAMILIES
 }
 
 /// The patterns of every event family (for the line screen).

@@ -297,8 +297,46 @@ fn candidates(
             references: rule.references.clone(),
         });
     }
+    causes_first(&mut diagnoses, rules);
     diagnoses.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.rule.cmp(&b.rule)));
     diagnoses
+}
+
+/// A confirmed rule that `explains` another confirmed candidate (its cause: a downgraded wheel
+/// behind an `undefined symbol`) scores just above it, whatever the symptoms' specificity and
+/// the severities say.
+/// Chains (a foreign copy behind an unmet pin behind an `undefined symbol`) settle in a few
+/// passes; a cycle in `explains` stops there.
+fn causes_first(diagnoses: &mut [Diagnosis], rules: &[Rule]) {
+    for _ in 0..4 {
+        let confirmed: HashMap<String, u32> = diagnoses
+            .iter()
+            .filter(|d| d.verdict == Verdict::Confirmed)
+            .map(|d| (d.rule.clone(), d.score))
+            .collect();
+        let mut changed = false;
+        for d in diagnoses.iter_mut() {
+            if d.verdict != Verdict::Confirmed {
+                continue;
+            }
+            let Some(rule) = rules.iter().find(|r| r.id == d.rule) else {
+                continue;
+            };
+            let above = rule
+                .explains
+                .iter()
+                .filter_map(|e| confirmed.get(e))
+                .max()
+                .map(|s| s + 1);
+            if let Some(s) = above.filter(|s| *s > d.score) {
+                d.score = s;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
 }
 
 /// Remarks on the input: empty, not UTF-8, lines cut.
@@ -512,5 +550,62 @@ mod tests {
     #[test]
     fn the_checked_in_diagnose_schema_is_current() {
         crate::schema::assert_current("diagnose.schema.json", &super::json_schema());
+    }
+
+    /// The real stderr of torch 2.6 under a downgraded nvidia-nccl-cu12 (the reality matrix's
+    /// `nccl-wheel-downgraded` cell), with the interpreter's unmet pin: the pin, which names
+    /// the wheel to reinstall, is ranked above the loader mechanisms it explains.
+    const NCCL: &str = "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n  File \"/v/lib/python3.11/site-packages/torch/__init__.py\", line 405, in <module>\n    from torch._C import *  # noqa: F403\n    ^^^^^^^^^^^^^^^^^^^^^^\nImportError: /v/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister\n";
+
+    fn venv(unmet: Value) -> Value {
+        json!({"pythons": [{"path": "/v/bin/python", "sys_path": [{"path": "/v/lib/python3.11/site-packages"}],
+            "unmet_requirements": unmet}]})
+    }
+
+    #[test]
+    fn a_confirmed_cause_ranks_above_the_mechanism_it_explains() {
+        let pin = json!([{"package": "torch", "version": "2.6.0", "requirement": "nvidia-nccl-cu12 (==2.21.5)", "required": "nvidia-nccl-cu12", "specifier": "==2.21.5", "installed": "2.18.1"}]);
+        let r = run(NCCL, &venv(pin));
+        assert_eq!(
+            r.diagnoses[0].rule, "framework-nvidia-wheel-version",
+            "{:#?}",
+            r.diagnoses
+        );
+        assert_eq!(r.diagnoses[0].verdict, Verdict::Confirmed);
+        assert!(
+            r.diagnoses[0].message.contains("nvidia-nccl-cu12 2.18.1"),
+            "{}",
+            r.diagnoses[0].message
+        );
+        // Without the unmet pin the wheel is ruled out, and no longer first.
+        let r = run(NCCL, &venv(json!([])));
+        assert_eq!(
+            verdict(&r, "framework-nvidia-wheel-version").verdict,
+            Verdict::RuledOut
+        );
+        assert_ne!(r.diagnoses[0].rule, "framework-nvidia-wheel-version");
+        // Both a mechanism and its cause confirmed (nvJitLink 12.1 under torch 2.6): the cause
+        // first, though the mechanism's symptom is more specific and its severity higher.
+        let log = NCCL.replace(
+            "libtorch_cuda.so: undefined symbol: ncclCommRegister",
+            "../../nvidia/cusparse/lib/libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12",
+        );
+        let pin = json!([{"package": "torch", "version": "2.6.0", "requirement": "nvidia-nvjitlink-cu12 (==12.4.127)", "required": "nvidia-nvjitlink-cu12", "specifier": "==12.4.127", "installed": "12.1.105"}]);
+        let mut facts = venv(pin);
+        facts["libraries"] = json!([{"soname": "libcusparse.so.12", "family": "cusparse", "path": "/v/nvidia/cusparse/lib/libcusparse.so.12",
+            "requester": "/v/torch/lib/libtorch_cuda.so", "wanted_by": ["torch 2.6.0"], "resolves": true,
+            "missing_symbols": ["libnvJitLink.so.12:__nvJitLinkComplete_12_4@libnvJitLink.so.12"]}]);
+        let r = run(&log, &facts);
+        assert_eq!(
+            verdict(&r, "library-missing-cuda-symbols").verdict,
+            Verdict::Confirmed,
+            "{:#?}",
+            r.diagnoses
+        );
+        assert_eq!(
+            r.diagnoses[0].rule, "framework-nvidia-wheel-version",
+            "{:#?}",
+            r.diagnoses
+        );
     }
 }

@@ -96,6 +96,8 @@ pub struct Rule {
     pub symptom_specificity: Vec<u8>,
     /// URLs.
     pub references: Vec<String>,
+    /// Rules whose failure this one causes (`envdoctor diagnose` ranks it above them).
+    pub explains: Vec<String>,
     /// Inline tests.
     pub tests: Vec<RuleTest>,
     /// Where it was written.
@@ -442,6 +444,7 @@ impl<'a> Compiler<'a> {
                 .map(|s| s.value.parts().0.to_string())
                 .collect(),
             references: raw.references,
+            explains: raw.explains,
             tests,
             origin: Origin {
                 file: self.file.to_string(),

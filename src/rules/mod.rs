@@ -455,6 +455,11 @@ impl RuleSet {
             if r.references.is_empty() {
                 warn("has no references".into());
             }
+            for e in &r.explains {
+                if self.get(e).is_none() {
+                    warn(format!("explains `{e}`, which no loaded rule defines"));
+                }
+            }
             if r.message.paths().next().is_none() {
                 warn("its message names no fact: say which path or version".into());
             }

@@ -129,6 +129,11 @@ pub struct RawRule {
     /// URLs.
     #[serde(default)]
     pub references: Vec<String>,
+    /// Rules whose failure this one causes (ids): when both are confirmed by the same log,
+    /// `envdoctor diagnose` ranks this one, the cause, above the mechanism it explains (a
+    /// downgraded nvidia-* wheel above the `undefined symbol` it produces).
+    #[serde(default)]
+    pub explains: Vec<String>,
     /// Inline tests: partial snapshots and the expected verdict.
     #[serde(default)]
     #[schemars(with = "Vec<RawTest>")]

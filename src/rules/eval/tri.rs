@@ -262,6 +262,11 @@ impl<'a> Eval<'a, '_> {
             }
             return unknown(label, Value::Null);
         };
+        // A load the probe did not attempt (a library loaded through another, the deadline)
+        // or that hung has no result: its status and error say nothing about the library.
+        if let Some(status) = self.unattempted_load(fact) {
+            return unknown(label, Value::from(format!("load {status}")));
+        }
         let cast_value = apply_cast(Some(raw), cast);
         let Some(value) = cast_value.as_ref() else {
             return unknown(label, raw.clone());
@@ -297,6 +302,22 @@ impl<'a> Eval<'a, '_> {
         self.resolve_value(&owner)
             .and_then(|o| o.get("packages"))
             .is_some_and(Value::is_array)
+    }
+
+    /// The status of the `load` result `fact` goes through when the probe did not get one
+    /// (`skipped`, `timeout`).
+    fn unattempted_load(&self, fact: &Path) -> Option<&'a str> {
+        let i = fact
+            .segs
+            .iter()
+            .position(|s| matches!(s, crate::rules::path::Seg::Key(k) if k == "load"))?;
+        let owner = Path {
+            var: fact.var.clone(),
+            segs: fact.segs[..=i].to_vec(),
+            text: String::new(),
+        };
+        let status = self.resolve_value(&owner)?.get("status")?.as_str()?;
+        matches!(status, "skipped" | "timeout").then_some(status)
     }
 
     /// Whether an ordering test can order `value` (always true for other tests).
