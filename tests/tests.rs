@@ -45,6 +45,7 @@ mod loader_ldcache;
 mod loader_resolve;
 mod loader_symver;
 mod lock_drift;
+mod measure_bench;
 mod mechanism_bench;
 mod module_graph;
 mod output_cli;

@@ -404,7 +404,7 @@ impl Snapshot {
         for py in &mut self.pythons {
             for p in &mut py.packages {
                 if p.family.is_none() {
-                    p.family = derived::family(&p.name).map(str::to_string);
+                    p.family = derived::family_of(&p.name);
                 }
             }
         }

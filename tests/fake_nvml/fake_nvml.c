@@ -31,6 +31,10 @@
  *   fork-noisy          two-gpus, but nvmlInit_v2 first forks a process that sleeps forever
  *                       holding every inherited fd (its pid written to FAKE_NVML_PIDFILE) and
  *                       prints a forged event and an unterminated line on stdout.
+ *   one-gpu             one idle GPU, described by FAKE_NVML_GPU_NAME (default the H100),
+ *                       FAKE_NVML_GPU_CC ("12.0"), FAKE_NVML_DRIVER ("470.82.01") and
+ *                       FAKE_NVML_CUDA (11040): a reporter's GPU and driver, for the
+ *                       public-report bench (tests/measure_bench.rs).
  *
  * Compiled with -DFAKE_NVML_LEGACY it looks like a pre-R510 driver (470.256.02, CUDA 11.4):
  * nvmlDeviceGetMemoryInfo_v2 and the _v3 process lists are not exported, only
@@ -126,6 +130,8 @@ static struct fake_device gpus[2];
 static struct fake_device migs[2];
 static unsigned int gpu_count = 0;
 static int initialised = 0;
+static const char *driver_version = DRIVER_VERSION;
+static int cuda_version = CUDA_VERSION;
 
 static unsigned int env_pid(const char *name, unsigned int dflt)
 {
@@ -193,6 +199,27 @@ static void load_two_gpus(int hang_device)
     gpu_count = 2;
 }
 
+/* The one-gpu scenario: GPU 0 of two-gpus, renamed and re-versioned from the environment. */
+static void load_one_gpu(void)
+{
+    const char *name = getenv("FAKE_NVML_GPU_NAME");
+    const char *cc = getenv("FAKE_NVML_GPU_CC");
+    const char *drv = getenv("FAKE_NVML_DRIVER");
+    const char *cuda = getenv("FAKE_NVML_CUDA");
+    gpu_count = 1;
+    if (name && *name)
+        gpus[0].name = name;
+    if (cc && *cc) {
+        char *end = NULL;
+        gpus[0].cc_major = (int)strtol(cc, &end, 10);
+        gpus[0].cc_minor = (end && *end == '.') ? (int)strtol(end + 1, NULL, 10) : 0;
+    }
+    if (drv && *drv)
+        driver_version = drv;
+    if (cuda && *cuda)
+        cuda_version = (int)strtol(cuda, NULL, 10);
+}
+
 nvmlReturn_t nvmlInit_v2(void)
 {
     const char *s = getenv("FAKE_NVML_SCENARIO");
@@ -229,8 +256,10 @@ nvmlReturn_t nvmlInit_v2(void)
     } else {
         load_two_gpus(!strcmp(s, "hang-device"));
     }
+    if (!strcmp(s, "one-gpu"))
+        load_one_gpu();
     int idle = !strcmp(s, "idle") || !strcmp(s, "hidden-memory") || !strcmp(s, "mig-empty") ||
-               !strcmp(s, "geforce") || !strcmp(s, "memory-errors");
+               !strcmp(s, "geforce") || !strcmp(s, "memory-errors") || !strcmp(s, "one-gpu");
     if (idle) {
         for (unsigned int i = 0; i < gpu_count; i++) {
             gpus[i].n_compute = 0;
@@ -305,7 +334,7 @@ static nvmlReturn_t copy_str(char *dst, unsigned int len, const char *src)
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int len)
 {
-    return initialised ? copy_str(v, len, DRIVER_VERSION) : NVML_ERROR_UNINITIALIZED;
+    return initialised ? copy_str(v, len, driver_version) : NVML_ERROR_UNINITIALIZED;
 }
 
 nvmlReturn_t nvmlSystemGetNVMLVersion(char *v, unsigned int len)
@@ -317,7 +346,7 @@ nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
 {
     if (!initialised)
         return NVML_ERROR_UNINITIALIZED;
-    *v = CUDA_VERSION;
+    *v = cuda_version;
     return NVML_SUCCESS;
 }
 

@@ -123,11 +123,28 @@ pub fn is_ml(name: &str) -> bool {
         || name.starts_with("jax-cuda")
 }
 
+/// The family of an NVIDIA library wheel, from NVIDIA's naming scheme `nvidia-<library>-cu<N>`
+/// (`nvidia-nccl-cu12` → `nvidia-nccl`): the same library built for each CUDA major.
+pub fn nvidia_family(name: &str) -> Option<String> {
+    let stem = name.strip_prefix("nvidia-")?;
+    let (lib, major) = stem.rsplit_once("-cu")?;
+    let numeric = !major.is_empty() && major.chars().all(|c| c.is_ascii_digit());
+    (numeric && !lib.is_empty()).then(|| format!("nvidia-{lib}"))
+}
+
+/// A distribution's family: a listed project published under several names, or an NVIDIA
+/// library wheel's (see [`nvidia_family`]).
+pub fn family_of(name: &str) -> Option<String> {
+    family(name)
+        .map(str::to_string)
+        .or_else(|| nvidia_family(name))
+}
+
 /// Fill `packages[].family` of every interpreter.
 pub fn assign_families(pythons: &mut [Python]) {
     for py in pythons {
         for p in &mut py.packages {
-            p.family = family(&p.name).map(str::to_string);
+            p.family = family_of(&p.name);
         }
     }
 }
@@ -306,6 +323,28 @@ fn visible(py: &Python) -> HashMap<&str, &str> {
 mod tests {
     use super::*;
     use crate::snapshot::python::{Package, Source};
+
+    #[test]
+    fn nvidia_wheels_of_one_library_share_a_family_across_cuda_majors() {
+        assert_eq!(
+            nvidia_family("nvidia-nccl-cu12").as_deref(),
+            Some("nvidia-nccl")
+        );
+        assert_eq!(
+            nvidia_family("nvidia-nccl-cu13").as_deref(),
+            Some("nvidia-nccl")
+        );
+        assert_eq!(
+            nvidia_family("nvidia-cuda-runtime-cu11").as_deref(),
+            Some("nvidia-cuda-runtime")
+        );
+        // Not the scheme: no CUDA major, or not NVIDIA's library wheels.
+        assert_eq!(nvidia_family("nvidia-ml-py"), None);
+        assert_eq!(nvidia_family("nvidia-cutlass-dsl"), None);
+        assert_eq!(nvidia_family("nvidia-cudnn-cu"), None);
+        assert_eq!(nvidia_family("cupy-cuda12x"), None);
+        assert_eq!(family_of("tensorflow-gpu").as_deref(), Some("tensorflow"));
+    }
 
     fn py(path: &str, sources: &[(SourceKind, &str)], pkgs: &[(&str, &str)]) -> Python {
         Python {
