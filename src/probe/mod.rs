@@ -18,6 +18,7 @@ pub mod libs;
 pub mod lock;
 pub mod pool;
 pub mod python;
+pub mod serialized;
 
 use crate::root::{Env, Root};
 use crate::snapshot::{ProbeError, Snapshot};
@@ -159,6 +160,11 @@ pub fn registry() -> Vec<Probe> {
             name: "extensions",
             stage: 2,
             run: extensions::probe,
+        },
+        Probe {
+            name: "serialized",
+            stage: 2,
+            run: serialized::probe,
         },
     ]
 }

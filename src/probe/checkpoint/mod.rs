@@ -344,7 +344,10 @@ fn inspect_pickle(
     }
     let refs = references::inspect_pickle(root, p, head, deadline)?;
     let joblib = name.ends_with(".joblib")
-        || refs.globals.iter().any(|g| g.ends_with(".NumpyArrayWrapper"));
+        || refs
+            .globals
+            .iter()
+            .any(|g| g.ends_with(".NumpyArrayWrapper"));
     entry.format = if joblib { "joblib" } else { "pickle" }.into();
     entry.references = Some(refs);
     Ok(())

@@ -252,8 +252,8 @@ impl<'a> Scanner<'a> {
                 self.stack.push(Item::Other);
             }
             b'(' | b')' | b']' | b'}' | 0x88 | 0x89 | 0x8f | 0x85 | 0x86 | 0x87 | b't' | b'l'
-            | b'd' | 0x81 | 0x92 | b'o' | b'a' | b'e' | b's' | b'u' | 0x90 | 0x91 | b'0'
-            | b'1' | b'2' | 0x97 | 0x98 => {
+            | b'd' | 0x81 | 0x92 | b'o' | b'a' | b'e' | b's' | b'u' | 0x90 | 0x91 | b'0' | b'1'
+            | b'2' | 0x97 | 0x98 => {
                 self.stack.push(Item::Other);
             }
             _ => return Ok(false),
@@ -329,12 +329,18 @@ impl<'a> Scanner<'a> {
             let r = inner.run();
             self.pos += inner.pos;
             self.out.globals.append(&mut inner.out.globals);
-            self.out.sklearn_version = self.out.sklearn_version.take().or(inner.out.sklearn_version);
+            self.out.sklearn_version = self
+                .out
+                .sklearn_version
+                .take()
+                .or(inner.out.sklearn_version);
             self.out.joblib_arrays += 1 + inner.out.joblib_arrays;
             return r;
         }
         let Some(size) = itemsize(code) else {
-            return Err(format!("joblib array of dtype {code:?}: cannot size its bytes"));
+            return Err(format!(
+                "joblib array of dtype {code:?}: cannot size its bytes"
+            ));
         };
         if w.align {
             let pad = self.take(1)?[0];
@@ -579,7 +585,6 @@ impl<'a> Scanner<'a> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -606,7 +611,9 @@ mod tests {
             assert_eq!(s.sklearn_version, Some(want), "{file}");
             // StandardScaler keeps mean_, var_, scale_: three raw arrays after wrappers.
             assert_eq!(s.joblib_arrays, 3, "{file}");
-            assert!(s.globals.contains("sklearn.preprocessing._data.StandardScaler"));
+            assert!(s
+                .globals
+                .contains("sklearn.preprocessing._data.StandardScaler"));
             assert!(s.globals.contains("joblib.numpy_pickle.NumpyArrayWrapper"));
         }
     }
@@ -626,12 +633,22 @@ mod tests {
     #[test]
     fn numpy_generations_show_in_the_module_paths() {
         let np2 = scan(&fixture("numpy2_array.pkl")).unwrap();
-        assert!(np2.globals.contains("numpy._core.numeric._frombuffer"), "{:?}", np2.globals);
+        assert!(
+            np2.globals.contains("numpy._core.numeric._frombuffer"),
+            "{:?}",
+            np2.globals
+        );
         assert_eq!(np2.protocol, Some(5));
         let np1 = scan(&fixture("numpy1_array.pkl")).unwrap();
-        assert!(np1.globals.iter().any(|g| g.starts_with("numpy.core.")), "{:?}", np1.globals);
+        assert!(
+            np1.globals.iter().any(|g| g.starts_with("numpy.core.")),
+            "{:?}",
+            np1.globals
+        );
         let scorer = scan(&fixture("sklearn132_scorer.pkl")).unwrap();
-        assert!(scorer.globals.contains("sklearn.metrics._scorer._PredictScorer"));
+        assert!(scorer
+            .globals
+            .contains("sklearn.metrics._scorer._PredictScorer"));
     }
 
     #[test]

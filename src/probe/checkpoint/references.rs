@@ -50,7 +50,10 @@ pub fn from_globals(globals: &[String], protocol: Option<u8>) -> References {
 /// Keep the first [`References::KEPT`] globals and note NumPy's core module path.
 fn fill_globals(r: &mut References, globals: BTreeSet<String>) {
     // `<unresolved STACK_GLOBAL>` is the walker's placeholder, not a name.
-    let globals: Vec<String> = globals.into_iter().filter(|g| !g.starts_with('<')).collect();
+    let globals: Vec<String> = globals
+        .into_iter()
+        .filter(|g| !g.starts_with('<'))
+        .collect();
     let mut core = BTreeSet::new();
     for g in &globals {
         for m in ["numpy._core", "numpy.core"] {
@@ -133,7 +136,11 @@ pub fn is_compressed_joblib(head: &[u8]) -> bool {
 /// Read up to [`MAX_PICKLE`] bytes of the pickle stream of `path` (inflated when joblib
 /// compressed it); `Err` names what could not be read, `Ok((bytes, note))` carries why the
 /// stream may be cut short.
-fn pickle_bytes(root: &Root, path: &Path, head: &[u8]) -> Result<(Vec<u8>, Option<String>), String> {
+fn pickle_bytes(
+    root: &Root,
+    path: &Path,
+    head: &[u8],
+) -> Result<(Vec<u8>, Option<String>), String> {
     let file = root.open(path).map_err(|e| e.to_string())?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     let mut buf = Vec::new();
@@ -192,21 +199,28 @@ mod tests {
     #[test]
     fn keras_custom_modules_are_kept_and_keras_own_are_not() {
         let cfg = serde_json::json!({"module": "keras", "class_name": "Functional", "config": {
-            "layers": [
-                {"module": "keras.layers", "class_name": "Dense"},
-                {"module": "trainlib.models", "class_name": "Scale", "registered_name": "Scale"},
-                {"module": "tf_keras.src.engine", "class_name": "X"},
-            ]}});
+        "layers": [
+            {"module": "keras.layers", "class_name": "Dense"},
+            {"module": "trainlib.models", "class_name": "Scale", "registered_name": "Scale"},
+            {"module": "tf_keras.src.engine", "class_name": "X"},
+        ]}});
         let r = from_keras_config(&cfg).unwrap();
         assert_eq!(r.globals, ["trainlib.models.Scale"]);
         assert_eq!(r.source, "keras-config");
-        assert!(from_keras_config(&serde_json::json!({"module": "keras", "class_name": "Sequential"})).is_none());
+        assert!(from_keras_config(
+            &serde_json::json!({"module": "keras", "class_name": "Sequential"})
+        )
+        .is_none());
     }
 
     #[test]
     fn numpy_core_paths_are_told_apart() {
         let r = from_globals(
-            &["numpy._core.numeric._frombuffer".into(), "numpy.dtype".into(), "numpy.core_x.y".into()],
+            &[
+                "numpy._core.numeric._frombuffer".into(),
+                "numpy.dtype".into(),
+                "numpy.core_x.y".into(),
+            ],
             Some(5),
         );
         assert_eq!(r.numpy_core, ["numpy._core"]);

@@ -7,11 +7,11 @@
 //! storage locations of tensors, then the globals are checked against the list that
 //! `torch.load(weights_only=True)` allows ([`super::torch_allowlist`]).
 
+pub use super::pickle::{scan, Scan};
 use super::torch_allowlist;
 use crate::snapshot::checkpoint::TorchCheckpoint;
-use std::io::Read;
 use std::collections::BTreeSet;
-pub use super::pickle::{scan, Scan};
+use std::io::Read;
 
 /// The legacy format's magic number (`torch/serialization.py` `MAGIC_NUMBER`).
 pub const LEGACY_MAGIC: u128 = 0x1950a86a20f9469cfc6c;
