@@ -37,7 +37,7 @@ pub use lock::{LockDrift, LockFile};
 pub use python::Python;
 
 /// The version of the snapshot format this envdoctor writes. Readers refuse newer ones.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Every fact about one machine at one time.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

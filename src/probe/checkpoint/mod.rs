@@ -124,7 +124,7 @@ pub fn inspect_all(
         }
         match c {
             Candidate::TfState(p) => states.push(p),
-            other => found.push(inspect_one(root, &other, ctx.deadline)),
+            other => found.push(inspect_one_by(root, &other, ctx.deadline)),
         }
     }
     for s in states {
@@ -152,7 +152,12 @@ fn step_of(prefix: &str) -> Option<u64> {
 }
 
 /// Inspect one candidate into an entry (with `error` set when it could not be read).
-pub fn inspect_one(root: &Root, c: &Candidate, deadline: Instant) -> Found {
+pub fn inspect_one(root: &Root, c: &Candidate) -> Found {
+    inspect_one_by(root, c, Instant::now() + super::DEFAULT_DEADLINE)
+}
+
+/// [`inspect_one`], with walks of long pickles stopped at `deadline`.
+pub fn inspect_one_by(root: &Root, c: &Candidate, deadline: Instant) -> Found {
     let (path, format) = match c {
         Candidate::TfIndex(p) => {
             let s = p.to_string_lossy();
@@ -207,6 +212,9 @@ pub fn inspect_one(root: &Root, c: &Candidate, deadline: Instant) -> Found {
 
 /// File names that hold plain pickles (joblib's among them), whatever their first byte.
 const PICKLE_EXTS: &[&str] = &[".pkl", ".pickle", ".joblib"];
+
+/// File names `torch.save` output goes by.
+const TORCH_EXTS: &[&str] = &[".pt", ".pth", ".bin", ".ckpt", ".tar"];
 
 /// Sniff a single file by its first bytes and inspect it.
 fn inspect_file(
@@ -337,8 +345,10 @@ fn inspect_pickle(
     deadline: Instant,
 ) -> Result<(), String> {
     if head.first() == Some(&0x80) {
+        // A torch name keeps the torch reading (and its "Invalid magic number" error).
+        let torch_name = TORCH_EXTS.iter().any(|e| name.ends_with(e));
         let first = read_prefix(root, p, 4096)?;
-        if torch::scan(&first).is_ok_and(|s| s.first_long == Some(torch::LEGACY_MAGIC)) {
+        if torch_name || torch::scan(&first).is_ok_and(|s| s.first_long == Some(torch::LEGACY_MAGIC)) {
             return inspect_torch_legacy(root, p, len, entry);
         }
     }
