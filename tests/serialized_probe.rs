@@ -52,11 +52,29 @@ fn unresolved(r: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// The host python3's own `collections`, `pathlib` and `copyreg` sources, as the machine's
+/// standard library (the resolver gives no top-level verdict on a stand-in without them).
+fn stdlib(m: &Machine) {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ])
+        .output()
+        .unwrap();
+    let host = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    for f in ["collections/__init__.py", "pathlib.py", "copyreg.py"] {
+        let text = std::fs::read_to_string(Path::new(&host).join(f)).unwrap();
+        m.write(&format!("/usr/lib/python3.11/{f}"), &text);
+    }
+}
+
 /// A machine with an active venv (no torch installed) and a whole torch module pickled from a
 /// `trainlib` training repo, in `/proj/ckpt/model.pt`.
 fn torch_module_machine() -> Machine {
     let mut m = Machine::new();
     m.active_venv("3.11", "/venv", &[]);
+    stdlib(&m);
     fixture(&m, "torch_whole_module.pt", "/proj/ckpt/model.pt");
     m
 }
@@ -67,13 +85,27 @@ fn a_whole_module_from_a_missing_training_repo_is_named() {
     let (_, report) = m.check(&["--project", "/proj"]);
     let r = refs(&report, "model.pt");
     assert_eq!(r["source"], "pickle");
+    // collections.OrderedDict is the standard library's: resolved.
+    assert!(r["globals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g == "collections.OrderedDict"));
     assert_eq!(r["checked_with"], "/venv/bin/python");
     let u = unresolved(r);
     assert!(
         u.contains(&("trainlib.models.Net".into(), "package-not-installed".into())),
         "{u:?}"
     );
+    assert!(
+        u.iter().all(|(g, _)| !g.starts_with("collections.")),
+        "{u:?}"
+    );
     assert!(!findings_of(&report, "serialized-package-not-installed").is_empty());
+    // Without a real standard library on the path there is no top-level verdict.
+    std::fs::remove_dir_all(m.path("/usr/lib/python3.11/collections")).unwrap();
+    let (_, report) = m.check(&["--project", "/proj"]);
+    assert!(unresolved(refs(&report, "model.pt")).is_empty());
 }
 
 #[test]

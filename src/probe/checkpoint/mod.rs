@@ -348,7 +348,9 @@ fn inspect_pickle(
         // A torch name keeps the torch reading (and its "Invalid magic number" error).
         let torch_name = TORCH_EXTS.iter().any(|e| name.ends_with(e));
         let first = read_prefix(root, p, 4096)?;
-        if torch_name || torch::scan(&first).is_ok_and(|s| s.first_long == Some(torch::LEGACY_MAGIC)) {
+        if torch_name
+            || torch::scan(&first).is_ok_and(|s| s.first_long == Some(torch::LEGACY_MAGIC))
+        {
             return inspect_torch_legacy(root, p, len, entry);
         }
     }

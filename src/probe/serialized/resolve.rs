@@ -8,7 +8,8 @@
 //! `sys.modules` or `__path__` edits) is trusted; so is a top-level name found in the project
 //! or next to the file (the user's own code), one compiled into CPython, or one of the Python 2
 //! names `pickle` maps to Python 3 ones for protocols below 3. An interpreter whose standard
-//! library is not on its path here (a fake root) gets no top-level verdict at all.
+//! library is not on its path here (a stand-in without `collections` and `pathlib`) gets no
+//! top-level verdict at all.
 
 use crate::root::Root;
 use crate::snapshot::checkpoint::UnresolvedReference;
@@ -108,8 +109,14 @@ impl<'a> Resolver<'a> {
             .filter(|e| e.exists)
             .map(|e| PathBuf::from(&e.path))
             .collect();
+        // A standard library that is really there (not a stand-in with a file or two): only
+        // then does a top-level name found nowhere count as not installed.
         let stdlib = py.sys_path.iter().any(|e| {
-            e.exists && e.origin == SysPathOrigin::Stdlib && root.is_dir(Path::new(&e.path))
+            let d = Path::new(&e.path);
+            e.exists
+                && e.origin == SysPathOrigin::Stdlib
+                && root.is_file(&d.join("collections/__init__.py"))
+                && (root.is_file(&d.join("pathlib.py")) || root.is_dir(&d.join("pathlib")))
         });
         let mut projects = Vec::new();
         if let Some(p) = project {
