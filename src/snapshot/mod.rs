@@ -437,7 +437,10 @@ mod tests {
         s.write_json(&mut streamed).unwrap();
         assert_eq!(streamed, text.as_bytes());
         assert_eq!(Snapshot::from_json(&text, "a.json").unwrap(), s);
-        let newer = text.replace("\"schema_version\": 1", "\"schema_version\": 99");
+        let newer = text.replace(
+            &format!("\"schema_version\": {SCHEMA_VERSION}"),
+            "\"schema_version\": 99",
+        );
         let err = Snapshot::from_json(&newer, "b.json")
             .unwrap_err()
             .to_string();
