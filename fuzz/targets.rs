@@ -5,7 +5,7 @@
 
 use super::engine::{havoc, Rng, Scratch, Target};
 use envdoctor::probe::checkpoint::{
-    hdf5, keras, onnx, safetensors, saved_model, tf_ckpt, tf_index, torch,
+    hdf5, keras, onnx, pickle, references, safetensors, saved_model, tf_ckpt, tf_index, torch,
 };
 use envdoctor::probe::libs::{elf, ldcache, load};
 use envdoctor::probe::python::{discovery::Collector, dist_info, ide, pth, requires, site};
@@ -205,6 +205,14 @@ fn torch_zip(s: &mut Scratch, b: &[u8]) {
 fn torch_pickle(_: &mut Scratch, b: &[u8]) {
     let _ = torch::scan(b);
     let _ = torch::inspect_legacy(b);
+}
+
+/// The opcode walker on plain pickles and joblib files (raw arrays sized from the wrapper state,
+/// object arrays as nested pickles), under a deadline, and the references built from it.
+fn pickle_walk(_: &mut Scratch, b: &[u8]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    let (scan, stop) = pickle::scan_with(b, Some(deadline));
+    let _ = references::from_scans(&[scan], stop);
 }
 
 fn safetensors_file(s: &mut Scratch, b: &[u8]) {
@@ -653,6 +661,12 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             v.extend(zips.into_iter().filter(|z| !z.starts_with(b"PK")));
             v
         }
+        "pickle" => files(
+            &[repo("fixtures/serialized")],
+            &|n| n.ends_with(".pkl") || n.ends_with(".joblib"),
+            20,
+            4 << 20,
+        ),
         "safetensors" => files(&ckpt(), &|n| n.ends_with(".safetensors"), 20, 4 << 20),
         "onnx" => files(&ckpt(), &|n| n.ends_with(".onnx"), 20, 4 << 20),
         "rule-yaml" => {
@@ -991,6 +1005,13 @@ pub fn all() -> Vec<Target> {
             dict: BIN_DICT,
             mutate: None,
             run: torch_pickle,
+        },
+        Target {
+            name: "pickle",
+            parser: "pickle::scan_with, references::from_scans",
+            dict: BIN_DICT,
+            mutate: None,
+            run: pickle_walk,
         },
         Target {
             name: "safetensors",

@@ -324,15 +324,17 @@ fn bad_input_is_refused_naming_the_file() {
     refused(&[&good, &array], &array, "not an envdoctor snapshot");
     let wrong_shape = write("shape.json", "{\"schema_version\": 1, \"pythons\": 3}");
     refused(&[&good, &wrong_shape], &wrong_shape, "not a valid snapshot");
+    let current = format!(
+        "\"schema_version\": {}",
+        envdoctor::snapshot::SCHEMA_VERSION
+    );
     let newer = write(
         "newer.json",
-        &text
-            .replace("\"schema_version\": 1", "\"schema_version\": 7")
-            .replacen(
-                "\"envdoctor_version\": \"0.1.0\"",
-                "\"envdoctor_version\": \"9.4.2\"",
-                1,
-            ),
+        &text.replace(&current, "\"schema_version\": 7").replacen(
+            "\"envdoctor_version\": \"0.1.0\"",
+            "\"envdoctor_version\": \"9.4.2\"",
+            1,
+        ),
     );
     refused(&[&good, &newer], &newer, "schema_version 7");
     let o = cli::plain()
@@ -347,7 +349,7 @@ fn bad_input_is_refused_naming_the_file() {
     );
     let older = write(
         "older.json",
-        &text.replace("\"schema_version\": 1", "\"schema_version\": 0"),
+        &text.replace(&current, "\"schema_version\": 0"),
     );
     refused(&[&older, &good], &older, "schema_version 0");
     let binary = d.join("binary.json");

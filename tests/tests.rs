@@ -63,6 +63,7 @@ mod robust_inputs;
 mod robust_run;
 mod rule_pack_field;
 mod rule_pack_machines;
+mod serialized_probe;
 mod ship_cli;
 mod ship_wheel;
 mod snapshot_cli;

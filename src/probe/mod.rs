@@ -18,6 +18,7 @@ pub mod libs;
 pub mod lock;
 pub mod pool;
 pub mod python;
+pub mod serialized;
 pub mod tools;
 
 use crate::root::{Env, Root};
@@ -165,6 +166,11 @@ pub fn registry() -> Vec<Probe> {
             name: "tools",
             stage: 2,
             run: tools::probe,
+        },
+        Probe {
+            name: "serialized",
+            stage: 2,
+            run: serialized::probe,
         },
     ]
 }

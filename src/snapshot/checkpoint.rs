@@ -16,7 +16,8 @@ pub struct Checkpoint {
     /// Its path (a file, a directory, or a TF checkpoint prefix).
     pub path: String,
     /// `tf-checkpoint`, `tf-checkpoint-state`, `tf-saved-model`, `keras-h5`, `keras-v3`,
-    /// `torch-zip`, `torch-legacy`, `safetensors`, `hf-directory`, `onnx`, `unknown`.
+    /// `torch-zip`, `torch-legacy`, `pickle`, `joblib`, `safetensors`, `hf-directory`, `onnx`,
+    /// `unknown`.
     pub format: String,
     /// The framework that wrote it (`tensorflow`, `keras`, `torch`, ...), when recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -55,6 +56,82 @@ pub struct Checkpoint {
     /// ONNX model facts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub onnx: Option<OnnxModel>,
+    /// What loading it imports by name (pickle globals, Keras custom-object modules) and the
+    /// library versions it recorded; checked against the job's interpreter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub references: Option<References>,
+}
+
+/// The modules and classes a serialized file names, read from its pickle opcodes (plain
+/// pickles, joblib files, torch checkpoints: GLOBAL / STACK_GLOBAL) or its Keras config
+/// (`module` + `class_name` of custom objects), never by unpickling. The `checkpoint` probe fills
+/// what the file says; the `serialized` probe adds `checked_with` and `unresolved`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct References {
+    /// Where the names come from: `pickle` (GLOBAL / STACK_GLOBAL opcodes) or `keras-config`.
+    pub source: String,
+    /// The highest pickle protocol of the file's pickles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pickle_protocol: Option<u8>,
+    /// Every `module.name` referenced, sorted (at most [`References::KEPT`]).
+    #[serde(default)]
+    pub globals: Vec<String>,
+    /// How many more were referenced beyond those listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub globals_omitted: usize,
+    /// The module paths of NumPy's core the file names: `numpy._core` (written by NumPy 2),
+    /// `numpy.core` (NumPy 1), both, or absent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub numpy_core: Vec<String>,
+    /// The scikit-learn version recorded with its estimators (`_sklearn_version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sklearn_version: Option<String>,
+    /// Why the walk ended before the file did (a bound, the deadline, a raw block it could not
+    /// size): the lists hold what came before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+    /// The interpreter the references were resolved in (the job's; `pythons[].path`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_with: Option<String>,
+    /// References that interpreter cannot satisfy, as its importer would see them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unresolved: Vec<UnresolvedReference>,
+}
+
+impl References {
+    /// Most globals listed per file.
+    pub const KEPT: usize = 256;
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One referenced `module.name` that the interpreter cannot satisfy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnresolvedReference {
+    /// `module.name` as the file names it.
+    pub global: String,
+    /// The module part.
+    pub module: String,
+    /// The name looked up in it.
+    pub name: String,
+    /// `package-not-installed`: no top-level module of that name on the import path (nor in the
+    /// project); `module-not-found`: the package is there, this submodule is not (a module that
+    /// moved or was removed); `name-not-found`: the module's source never mentions the name (a
+    /// static text search of a `.py` file without `__getattr__`, star imports or `globals()`).
+    pub reason: String,
+    /// The distribution that provides the top-level package, when installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// Its version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The file searched (`name-not-found`), or the deepest module file found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 /// One tensor as a checkpoint index records it.

@@ -38,7 +38,7 @@ pub use lock::{LockDrift, LockFile};
 pub use python::Python;
 
 /// The version of the snapshot format this envdoctor writes. Readers refuse newer ones.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Every fact about one machine at one time.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -438,7 +438,10 @@ mod tests {
         s.write_json(&mut streamed).unwrap();
         assert_eq!(streamed, text.as_bytes());
         assert_eq!(Snapshot::from_json(&text, "a.json").unwrap(), s);
-        let newer = text.replace("\"schema_version\": 1", "\"schema_version\": 99");
+        let newer = text.replace(
+            &format!("\"schema_version\": {SCHEMA_VERSION}"),
+            "\"schema_version\": 99",
+        );
         let err = Snapshot::from_json(&newer, "b.json")
             .unwrap_err()
             .to_string();

@@ -387,6 +387,12 @@ pub(crate) const RULES: &[Rule] = &[
     val("checkpoints[].producer"),
     val("checkpoints[].producer_version").pep440(),
     val("checkpoints[].error"),
+    // What a serialized file names, and what the job's interpreter lacks of it.
+    val("checkpoints[].references.globals"),
+    val("checkpoints[].references.sklearn_version").pep440(),
+    val("checkpoints[].references.numpy_core"),
+    val("checkpoints[].references.unresolved"),
+    ignore("checkpoints[].references.checked_with", "the job's interpreter, matched by role in pythons[]"),
     // Lock files: two machines built from different locks differ in a digest.
     list("locks", Id::Field("path", true)).sec(S::Locks).ml(true).entity(None),
     used("locks[].path"),

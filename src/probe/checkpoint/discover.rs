@@ -64,6 +64,8 @@ const FILE_EXTS: &[&str] = &[
     "ckpt",
     "safetensors",
     "pkl",
+    "pickle",
+    "joblib",
     "tar",
     "onnx",
 ];

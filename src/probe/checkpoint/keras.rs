@@ -4,7 +4,7 @@
 //! Keras layers are custom code the loader must be given.
 
 use super::hdf5;
-use crate::snapshot::checkpoint::KerasModel;
+use crate::snapshot::checkpoint::{KerasModel, References};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Read;
@@ -184,7 +184,8 @@ pub fn layer_classes(config: &serde_json::Value, out: &mut BTreeSet<String>, dep
     }
 }
 
-fn fill_config(k: &mut KerasModel, config: &serde_json::Value) {
+/// Fill `k` from a model config; returns the custom objects it names by module.
+fn fill_config(k: &mut KerasModel, config: &serde_json::Value) -> Option<References> {
     k.has_model_config = true;
     k.model_class = config
         .get("class_name")
@@ -194,14 +195,19 @@ fn fill_config(k: &mut KerasModel, config: &serde_json::Value) {
     layer_classes(config, &mut classes, 0);
     k.custom_layers = classes.iter().filter(|c| !is_builtin(c)).cloned().collect();
     k.layer_classes = classes.into_iter().collect();
+    super::references::from_keras_config(config)
 }
 
 fn major(v: &str) -> Option<u32> {
     v.split('.').next()?.trim().parse().ok()
 }
 
-/// Inspect a Keras HDF5 file. `Ok(None)` when it is HDF5 but has no Keras attributes.
-pub fn inspect_h5(file: &File, len: u64) -> Result<Option<KerasModel>, String> {
+/// Inspect a Keras HDF5 file, with the custom objects its model config names by module.
+/// `Ok(None)` when it is HDF5 but has no Keras attributes.
+pub fn inspect_h5(
+    file: &File,
+    len: u64,
+) -> Result<Option<(KerasModel, Option<References>)>, String> {
     let attrs = hdf5::root_attributes(file, len)?;
     let get = |n: &str| {
         attrs
@@ -216,21 +222,22 @@ pub fn inspect_h5(file: &File, len: u64) -> Result<Option<KerasModel>, String> {
         attributes_read: !attrs.dense,
         ..Default::default()
     };
+    let mut refs = None;
     if let Some(cfg) = get("model_config") {
         let v: serde_json::Value = serde_json::from_str(&cfg)
             .map_err(|e| format!("model_config attribute is not JSON: {e}"))?;
-        fill_config(&mut k, &v);
+        refs = fill_config(&mut k, &v);
     }
     k.has_training_config = get("training_config").is_some();
     if k.keras_version.is_none() && !k.has_model_config && !attrs.dense {
         return Ok(None);
     }
     k.keras_major = k.keras_version.as_deref().and_then(major);
-    Ok(Some(k))
+    Ok(Some((k, refs)))
 }
 
-/// Inspect a Keras v3 `.keras` zip.
-pub fn inspect_v3(file: File) -> Result<KerasModel, String> {
+/// Inspect a Keras v3 `.keras` zip, with the custom objects its config names by module.
+pub fn inspect_v3(file: File) -> Result<(KerasModel, Option<References>), String> {
     let mut zip =
         zip::ZipArchive::new(file).map_err(|e| format!("not a readable zip archive: {e}"))?;
     let mut json = |name: &str| -> Result<Option<serde_json::Value>, String> {
@@ -254,9 +261,10 @@ pub fn inspect_v3(file: File) -> Result<KerasModel, String> {
         ..Default::default()
     };
     k.keras_major = k.keras_version.as_deref().and_then(major);
+    let mut refs = None;
     if let Some(cfg) = json("config.json")? {
-        fill_config(&mut k, &cfg);
+        refs = fill_config(&mut k, &cfg);
         k.has_training_config = cfg.get("compile_config").is_some_and(|c| !c.is_null());
     }
-    Ok(k)
+    Ok((k, refs))
 }

@@ -14,7 +14,9 @@ pub mod hdf5;
 pub mod hf;
 pub mod keras;
 pub mod onnx;
+pub mod pickle;
 pub mod proto;
+pub mod references;
 pub mod safetensors;
 pub mod saved_model;
 pub mod tf_ckpt;
@@ -30,7 +32,7 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 const PROBE: &str = "checkpoint";
 
@@ -122,7 +124,7 @@ pub fn inspect_all(
         }
         match c {
             Candidate::TfState(p) => states.push(p),
-            other => found.push(inspect_one(root, &other)),
+            other => found.push(inspect_one_by(root, &other, ctx.deadline)),
         }
     }
     for s in states {
@@ -151,6 +153,11 @@ fn step_of(prefix: &str) -> Option<u64> {
 
 /// Inspect one candidate into an entry (with `error` set when it could not be read).
 pub fn inspect_one(root: &Root, c: &Candidate) -> Found {
+    inspect_one_by(root, c, Instant::now() + super::DEFAULT_DEADLINE)
+}
+
+/// [`inspect_one`], with walks of long pickles stopped at `deadline`.
+pub fn inspect_one_by(root: &Root, c: &Candidate, deadline: Instant) -> Found {
     let (path, format) = match c {
         Candidate::TfIndex(p) => {
             let s = p.to_string_lossy();
@@ -194,7 +201,7 @@ pub fn inspect_one(root: &Root, c: &Candidate) -> Found {
                 entry.hf = Some(hf);
             }
         }),
-        Candidate::File(p) | Candidate::TfState(p) => inspect_file(root, p, &mut entry),
+        Candidate::File(p) | Candidate::TfState(p) => inspect_file(root, p, &mut entry, deadline),
     };
     if let Err(e) = result {
         entry.error = Some(e);
@@ -203,8 +210,19 @@ pub fn inspect_one(root: &Root, c: &Candidate) -> Found {
     found
 }
 
+/// File names that hold plain pickles (joblib's among them), whatever their first byte.
+const PICKLE_EXTS: &[&str] = &[".pkl", ".pickle", ".joblib"];
+
+/// File names `torch.save` output goes by.
+const TORCH_EXTS: &[&str] = &[".pt", ".pth", ".bin", ".ckpt", ".tar"];
+
 /// Sniff a single file by its first bytes and inspect it.
-fn inspect_file(root: &Root, p: &Path, entry: &mut Checkpoint) -> Result<(), String> {
+fn inspect_file(
+    root: &Root,
+    p: &Path,
+    entry: &mut Checkpoint,
+    deadline: Instant,
+) -> Result<(), String> {
     let file = root.open(p).map_err(|e| e.to_string())?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     let mut head = [0u8; 64];
@@ -229,8 +247,10 @@ fn inspect_file(root: &Root, p: &Path, entry: &mut Checkpoint) -> Result<(), Str
     if hdf5::find_superblock(&file, len).is_some() {
         return inspect_hdf5(&file, len, entry);
     }
-    if head.first() == Some(&0x80) {
-        return inspect_torch_legacy(root, p, len, entry);
+    let pickle_name = PICKLE_EXTS.iter().any(|e| name.ends_with(e));
+    let joblib_packed = name.ends_with(".joblib") && references::is_compressed_joblib(head);
+    if head.first() == Some(&0x80) || pickle_name || joblib_packed {
+        return inspect_pickle(root, p, len, head, &name, entry, deadline);
     }
     if head.starts_with(b"version https://git-lfs") {
         return Err("a Git LFS pointer, not the checkpoint itself (run `git lfs pull`)".into());
@@ -282,14 +302,17 @@ fn inspect_zip(
     drop(probe_zip);
     if is_keras || name.ends_with(".keras") {
         entry.format = "keras-v3".into();
-        let k = keras::inspect_v3(file)?;
+        let (k, refs) = keras::inspect_v3(file)?;
         entry.producer = Some("keras".into());
         entry.producer_version = k.keras_version.clone();
         entry.keras = Some(k);
+        entry.references = refs;
     } else {
         entry.format = "torch-zip".into();
         entry.producer = Some("torch".into());
-        entry.torch = Some(torch::inspect_zip(file)?);
+        let t = torch::inspect_zip(file)?;
+        entry.references = Some(references::from_globals(&t.globals, t.pickle_protocol));
+        entry.torch = Some(t);
     }
     Ok(())
 }
@@ -298,13 +321,47 @@ fn inspect_zip(
 fn inspect_hdf5(file: &File, len: u64, entry: &mut Checkpoint) -> Result<(), String> {
     entry.format = "keras-h5".into();
     match keras::inspect_h5(file, len)? {
-        Some(k) => {
+        Some((k, refs)) => {
             entry.producer = Some("keras".into());
             entry.producer_version = k.keras_version.clone();
             entry.keras = Some(k);
+            entry.references = refs;
         }
         None => entry.format = "hdf5".into(),
     }
+    Ok(())
+}
+
+/// A pickle stream: a legacy `torch.save` file when its first pickle is torch's magic number,
+/// else a plain pickle (`joblib` when joblib wrote it: a `.joblib` name, or its
+/// `NumpyArrayWrapper` inside).
+fn inspect_pickle(
+    root: &Root,
+    p: &Path,
+    len: u64,
+    head: &[u8],
+    name: &str,
+    entry: &mut Checkpoint,
+    deadline: Instant,
+) -> Result<(), String> {
+    if head.first() == Some(&0x80) {
+        // A torch name keeps the torch reading (and its "Invalid magic number" error).
+        let torch_name = TORCH_EXTS.iter().any(|e| name.ends_with(e));
+        let first = read_prefix(root, p, 4096)?;
+        if torch_name
+            || torch::scan(&first).is_ok_and(|s| s.first_long == Some(torch::LEGACY_MAGIC))
+        {
+            return inspect_torch_legacy(root, p, len, entry);
+        }
+    }
+    let refs = references::inspect_pickle(root, p, head, deadline)?;
+    let joblib = name.ends_with(".joblib")
+        || refs
+            .globals
+            .iter()
+            .any(|g| g.ends_with(".NumpyArrayWrapper"));
+    entry.format = if joblib { "joblib" } else { "pickle" }.into();
+    entry.references = Some(refs);
     Ok(())
 }
 
@@ -327,7 +384,9 @@ fn inspect_torch_legacy(
                 limit *= 8;
             }
             r => {
-                entry.torch = Some(r?);
+                let t = r?;
+                entry.references = Some(references::from_globals(&t.globals, t.pickle_protocol));
+                entry.torch = Some(t);
                 return Ok(());
             }
         }
