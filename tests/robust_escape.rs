@@ -164,23 +164,23 @@ fn the_hostile_corpus_stays_inert_in_every_output_format() {
 }
 
 fn every_check_format(m: &Machine) {
-    let text = check(&m, "text");
+    let text = check(m, "text");
     assert_inert_text("text", &text, false);
     assert!(
         text.contains("\\x1b]0;pwned\\x07"),
         "shown, escaped: {text}"
     );
-    assert_inert_markdown("markdown", &check(&m, "markdown"));
-    let gh = check(&m, "github");
+    assert_inert_markdown("markdown", &check(m, "markdown"));
+    let gh = check(m, "github");
     assert_inert_text("github", &gh, true);
     assert!(
         gh.lines()
             .all(|l| l.starts_with("::") || l.starts_with("envdoctor: ")),
         "{gh}"
     );
-    let json: Value = serde_json::from_str(&check(&m, "json")).unwrap();
+    let json: Value = serde_json::from_str(&check(m, "json")).unwrap();
     assert!(json.to_string().contains("octocat"), "JSON keeps the facts");
-    let sarif: Value = serde_json::from_str(&check(&m, "sarif")).unwrap();
+    let sarif: Value = serde_json::from_str(&check(m, "sarif")).unwrap();
     let mut uris = Vec::new();
     collect_uris(&sarif, &mut uris);
     for u in &uris {
@@ -189,9 +189,9 @@ fn every_check_format(m: &Machine) {
             "SARIF URI {u:?} is not RFC 3986"
         );
     }
-    let junit = check(&m, "junit");
+    let junit = check(m, "junit");
     roxmltree::Document::parse(&junit).expect("well-formed JUnit XML");
-    let prom = check(&m, "prometheus");
+    let prom = check(m, "prometheus");
     assert_inert_text("prometheus", &prom, false);
     for l in prom
         .lines()

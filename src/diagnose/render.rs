@@ -183,9 +183,20 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// The log's own lines as a fenced block that no line of theirs can close.
+fn excerpt_md(matched: &[super::MatchedLine]) -> String {
+    use crate::report::escape::{md_fence, one_line};
+    let lines: Vec<String> = matched
+        .iter()
+        .map(|l| format!("{:>6}: {}", l.line, one_line(&clip(&l.text, 300))))
+        .collect();
+    let fence = md_fence(&lines.join("\n"));
+    format!("{fence}\n{}\n{fence}\n", lines.join("\n"))
+}
+
 /// For an issue or a pull request.
 pub fn markdown(r: &Report) -> String {
-    use crate::report::escape::{md_code, md_fence, md_text, one_line};
+    use crate::report::escape::{md_code, md_text};
     let mut s = format!("## envdoctor diagnose: {}\n\n", md_code(&r.source));
     s.push_str(&format!(
         "{} lines; facts from {}.\n\n",
@@ -245,14 +256,7 @@ pub fn markdown(r: &Report) -> String {
         ));
     }
     s.push_str(&format!("**Fix:** {}\n\n", md_text(top.fix.trim())));
-    // The log's own lines, in a fence no line of theirs can close.
-    let lines: Vec<String> = top
-        .matched_lines
-        .iter()
-        .map(|l| format!("{:>6}: {}", l.line, one_line(&clip(&l.text, 300))))
-        .collect();
-    let fence = md_fence(&lines.join("\n"));
-    s.push_str(&format!("{fence}\n{}\n{fence}\n", lines.join("\n")));
+    s.push_str(&excerpt_md(&top.matched_lines));
     if r.diagnoses.len() > 1 {
         s.push_str("\n| verdict | rule | why |\n|---|---|---|\n");
         for d in &r.diagnoses[1..] {
