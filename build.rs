@@ -5,6 +5,7 @@
 
 use sha2::{Digest, Sha256};
 use std::path::Path;
+use std::process::Command;
 
 fn main() {
     // Read at run time, not `env!` at the build script's compile time: a build script binary
@@ -58,4 +59,44 @@ fn main() {
     let tmp = Path::new(&out_dir).join("shipped_rules.rs.tmp");
     std::fs::write(&tmp, out).expect("write shipped_rules.rs");
     std::fs::rename(&tmp, &dest).expect("rename shipped_rules.rs into place");
+    link_libgcc_statically(Path::new(&out_dir));
+}
+
+/// Rust's standard library asks for `-lgcc_s` on `*-linux-gnu`, so a binary linked by `cc`
+/// needs `libgcc_s.so.1` at start-up, and `ld.so` looks for it in `LD_LIBRARY_PATH` first:
+/// the job's (say `$CONDA_PREFIX/lib`) would be mapped into envdoctor and into every load
+/// child, its constructor run before any deadline, and a library probed in the load child would
+/// find that one already loaded whatever its own RPATH says. Rust has no stable switch for a
+/// static libgcc short of `crt-static` (a static glibc, which cannot `dlopen` faithfully), so
+/// `-lgcc_s` is answered from `$OUT_DIR/static-libgcc/libgcc_s.so`: a linker script naming the
+/// compiler's own `libgcc_eh.a` (the same unwinder, linked in, as `gcc -static-libgcc` does).
+///
+/// Only for a native build linked by the default `cc`: a configured linker (the release's
+/// `maturin --zig`, which already replaces `-lgcc_s` with zig's static libunwind) or a cross
+/// build is left alone, as is a compiler without `libgcc_eh.a`.
+fn link_libgcc_statically(out_dir: &Path) {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+    let target = var("TARGET");
+    if !target.ends_with("-linux-gnu") || target != var("HOST") || !var("RUSTC_LINKER").is_empty() {
+        return;
+    }
+    let Ok(out) = Command::new("cc")
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+    else {
+        return;
+    };
+    let eh = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // Not found, cc answers the bare name.
+    if !out.status.success() || !Path::new(&eh).is_absolute() || !Path::new(&eh).is_file() {
+        return;
+    }
+    let dir = out_dir.join("static-libgcc");
+    std::fs::create_dir_all(&dir).expect("create $OUT_DIR/static-libgcc");
+    let script = format!(
+        "/* envdoctor's build.rs: -lgcc_s is libgcc's unwinder, linked in. */\nINPUT({eh})\n"
+    );
+    std::fs::write(dir.join("libgcc_s.so"), script).expect("write the libgcc_s linker script");
+    println!("cargo:rustc-link-search=native={}", dir.display());
 }

@@ -308,3 +308,89 @@ fn a_forking_noisy_nvml_keeps_its_facts_and_leaves_no_orphan() {
         "NVML's forked process {pid} outlived envdoctor"
     );
 }
+
+/// The system's `libgcc_s.so.1` copied into a directory of its own (the job's
+/// `$CONDA_PREFIX/lib` in the issue), and that directory.
+fn libgcc_s_copy(into: &Path) -> Option<std::path::PathBuf> {
+    let out = std::process::Command::new("cc")
+        .arg("-print-file-name=libgcc_s.so.1")
+        .output()
+        .ok()?;
+    let real = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if !real.is_absolute() {
+        return None;
+    }
+    let dir = into.join("jobs-lib");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&real, dir.join("libgcc_s.so.1")).unwrap();
+    Some(dir)
+}
+
+/// Whether an `LD_DEBUG=libs` log shows an object of `dir` initialised.
+fn inits_from(log: &str, dir: &Path) -> bool {
+    let needle = format!("calling init: {}/", dir.display());
+    log.lines().any(|l| l.contains(&needle))
+}
+
+/// Issue 30: envdoctor's own `libgcc_s.so.1` was taken from the job's `LD_LIBRARY_PATH`, its
+/// constructor run in envdoctor (before any deadline) and in every load child, where a probed
+/// library then found it already loaded whatever its own search path says. envdoctor links
+/// libgcc's unwinder in (build.rs): `ld.so`'s own log shows nothing of that directory
+/// initialised, in envdoctor or in a load child, unless a probed library itself needs
+/// `libgcc_s` (then the child takes it from there, as the job would: the check can see it).
+#[test]
+fn no_library_of_the_jobs_ld_library_path_is_envdoctors_own() {
+    if !cc::have_cc() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let Some(jobs) = libgcc_s_copy(t.path()) else {
+        return;
+    };
+    let jobs_s = jobs.to_str().unwrap();
+    let main = cc::ld_debug(exe(), &["--version"], &[("LD_LIBRARY_PATH", jobs_s)], None);
+    assert!(main.stdout.starts_with("envdoctor "), "{}", main.stdout);
+    assert!(
+        !inits_from(&main.log, &jobs),
+        "envdoctor ran the job's libgcc_s:\n{}",
+        main.log
+    );
+
+    let plain = cc::Lib::new("libcudart.so.12")
+        .c("int cudaRuntimeGetVersion(int *v) { *v = 12040; return 0; }")
+        .build(&t.path().join("plain/libcudart.so.12"));
+    let unwinds = cc::Lib::new("libnccl.so.2")
+        .c("#include <unwind.h>\nint ncclGetVersion(int *v) { *v = 22105; return _Unwind_GetCFA(0) != 0; }")
+        .arg("-Wl,--no-as-needed")
+        .arg("-lgcc_s")
+        .build(&t.path().join("unwinds/libnccl.so.2"));
+    for (lib, family, needs_gcc_s) in [(&plain, "cudart", false), (&unwinds, "nccl", true)] {
+        let logs = t.path().join(format!("ld-{family}"));
+        std::fs::create_dir_all(&logs).unwrap();
+        let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = [
+            ("LD_LIBRARY_PATH", jobs_s),
+            ("LD_DEBUG", "libs"),
+            ("LD_DEBUG_OUTPUT", logs.join("ld").to_str().unwrap()),
+        ]
+        .iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let r = load::load_all(
+            exe(),
+            &env,
+            &[item(family, lib)],
+            Duration::from_secs(20),
+            Instant::now() + Duration::from_secs(20),
+        );
+        assert_eq!(r[0].status, "loaded", "{:?}", r[0]);
+        let log: String = std::fs::read_dir(&logs)
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+            .collect();
+        assert!(
+            log.contains("calling init:"),
+            "no ld.so log from the load child"
+        );
+        assert_eq!(inits_from(&log, &jobs), needs_gcc_s, "{family}:\n{log}");
+    }
+}

@@ -284,3 +284,167 @@ fn on_a_terminal_the_job_gets_a_terminal_and_its_prints_show_while_it_runs() {
     );
     assert!(text.contains("bye"), "{text}");
 }
+
+/// Issue 30: the job led a session of its own, so its own `os.setpgrp()` (a training script
+/// that makes a group to `killpg` its workers at the end) raised PermissionError under `run`
+/// while it works when a script starts it. Without a terminal the job leads a process group,
+/// not a session.
+#[test]
+fn a_job_that_makes_its_own_process_group_runs_as_it_does_from_a_script() {
+    let root = tempfile::tempdir().unwrap();
+    let script = "import os\nos.setpgrp()\nassert os.getpgrp() == os.getpid()\nprint('own group', flush=True)\n";
+    let plain = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(plain.status.success(), "without run: {plain:?}");
+    let out = run(root.path(), &["python3", "-c", script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "own group\n");
+}
+
+/// A launcher whose worker calls `setsid` (`start_new_session=True`, as launchers do to kill a
+/// worker's whole tree): the worker is outside the job's process group, so a SIGTERM sent to
+/// `run` reaches the launcher only, once, as it reaches a job started from a shell; the
+/// launcher's handler passes it on and waits, the worker saves, and `run` ends with the
+/// launcher's status. The worker's output is relayed while it runs.
+const LAUNCHER: &str = r#"
+import os, signal, subprocess, sys, pathlib
+d = pathlib.Path(sys.argv[1])
+worker = subprocess.Popen([sys.executable, "-c", """
+import os, signal, sys, time, pathlib
+d = pathlib.Path(sys.argv[1]); got = []
+def save(*a):
+    got.append(1)
+    time.sleep(0.5)  # a second SIGTERM sent straight to the worker would land here
+    (d / "saved").write_text(str(len(got)))
+    print("worker saved", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, save)
+(d / "worker-sid").write_text(f"{os.getsid(0)} {os.getpid()}")
+while True:
+    time.sleep(0.1)
+""", str(d)], start_new_session=True)
+def stop(*a):
+    worker.send_signal(signal.SIGTERM)
+    sys.exit(worker.wait() + 5)
+signal.signal(signal.SIGTERM, stop)
+(d / "ready").write_text("")
+while True:
+    signal.pause()
+"#;
+
+#[test]
+fn a_setsid_worker_gets_no_forwarded_signal_and_its_launcher_stops_it() {
+    let root = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let mut c = run(root.path(), &["python3", "-c", LAUNCHER])
+        .arg(d.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = c.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    wait_for(&d.path().join("ready"), "the launcher's start");
+    wait_for(&d.path().join("worker-sid"), "the worker's start");
+    let sid = std::fs::read_to_string(d.path().join("worker-sid")).unwrap();
+    let (s, p) = sid.split_once(' ').unwrap();
+    assert_eq!(s, p, "the worker leads its own session");
+    signal(&c, libc::SIGTERM);
+    let status = wait_timeout(&mut c, Duration::from_secs(60)).expect("run ended");
+    let out = reader.join().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("saved"))
+            .ok()
+            .as_deref(),
+        Some("1"),
+        "the worker saved after exactly one SIGTERM (output: {out})"
+    );
+    assert_eq!(out, "worker saved\n");
+    assert_eq!(status.code(), Some(5), "the launcher's own status");
+}
+
+/// A job that leaves a quiet `setsid` daemon behind (holding the pipes run reads) and exits:
+/// run ends with the job, as a shell does, and leaves the daemon running, as a shell does.
+#[test]
+fn run_waits_for_the_job_and_not_for_a_setsid_daemon_it_leaves() {
+    let root = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let pidfile = d.path().join("daemon.pid");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {p}; exec sleep 60' & \
+         while [ ! -s {p} ]; do sleep 0.01; done; echo started; exit 4",
+        p = pidfile.display()
+    );
+    let t = Instant::now();
+    let out = run(root.path(), &["sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let still = alive(pid);
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "started\n");
+    assert!(took < Duration::from_secs(40), "took {took:?}");
+    assert!(still, "the daemon was left running, as a shell leaves it");
+}
+
+/// Issue 30: a broken rule pack given to `run` went unreported after a job that succeeded (the
+/// rules were never looked at) and, after a failure, read "could not diagnose" as if the log
+/// were at fault. Now the job runs first and ends as it ends; then the pack's file and error
+/// are named, whether the job succeeded or failed. A FIFO given as a rule file neither hangs
+/// nor delays anything.
+#[test]
+fn a_broken_rule_pack_is_named_after_the_job_and_changes_nothing_about_it() {
+    let root = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let broken = d.path().join("broken.yaml");
+    std::fs::write(&broken, "rules:\n  - id: x\n    title: [unclosed\n").unwrap();
+    let fifo = d.path().join("fifo.yaml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for pack in [&broken, &fifo] {
+        for (job, code) in [("echo job ran", 0), ("echo job ran; exit 3", 3)] {
+            let t = Instant::now();
+            let mut c = Command::new(cli::bin());
+            c.env("NO_COLOR", "1")
+                .args(["run", "--no-load", "--root"])
+                .arg(root.path())
+                .arg("--rules")
+                .arg(pack)
+                .args(["--", "sh", "-c", job])
+                .stdin(Stdio::null());
+            let out = c.output().unwrap();
+            let took = t.elapsed();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(code), "{job}: {err}");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "job ran\n", "{job}");
+            assert!(err.contains(pack.to_str().unwrap()), "{job}: {err}");
+            let said = if code == 0 {
+                "succeeded, but the rules given with --rules could not be loaded"
+            } else {
+                "exited with status 3; its output was not diagnosed: the rules could not be loaded"
+            };
+            assert!(err.contains(said), "{job}: {err}");
+            assert!(!err.contains("diagnosing its output"), "{err}");
+            assert!(took < Duration::from_secs(60), "{job}: took {took:?}");
+        }
+    }
+}

@@ -176,7 +176,12 @@ fn emit(report: &Report, format: Format, to_stderr: bool) -> Result<(), Error> {
     let text = match format {
         Format::Json => render::json(report),
         Format::Markdown => render::markdown(report),
-        Format::Text => render::text(report, &Style { color }, &text_layout(to_stderr)),
+        // The log's own lines are quoted: no terminal escape of theirs reaches the terminal.
+        Format::Text => crate::report::escape::terminal(
+            &render::text(report, &Style { color }, &text_layout(to_stderr)),
+            color,
+        )
+        .into_owned(),
     };
     if to_stderr {
         let mut e = std::io::stderr().lock();
@@ -211,13 +216,23 @@ fn exit(r: &Report) -> Exit {
     Exit::found_if(!confirmed)
 }
 
+/// A rule-loading thread that panicked.
+fn panicked() -> Result<RuleSet, Error> {
+    Err(Error::other("loading the rules failed (a panic)"))
+}
+
 /// `envdoctor run -- CMD ARGS…`: exit with CMD's status.
 pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
     // The rules load while the command runs: the job starts at once, and a signal sent right
     // after `run` starts already finds the supervisor.
     let extra = a.facts.rules.clone();
     let rules = std::thread::spawn(move || RuleSet::shipped_with(&extra));
-    let shown = a.command.join(" ");
+    // The user's own rules alone (the shipped pack is known to compile): cheap, so that a
+    // broken pack is named after a job that succeeded too, without waiting for the whole set.
+    let extra = a.facts.rules.clone();
+    let user_rules =
+        (!extra.is_empty()).then(|| std::thread::spawn(move || RuleSet::from_paths(&extra)));
+    let shown = crate::report::escape::one_line(&a.command.join(" ")).into_owned();
     let outcome = match super::supervise::supervise(&a.command) {
         Ok(o) => o,
         Err(e) => {
@@ -231,26 +246,37 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
         }
     };
     if outcome.status.success() {
-        // Nothing to diagnose: the rules are not waited for.
+        // Nothing to diagnose: the shipped pack is not waited for, the user's rules are.
+        if let Some(Err(e)) = user_rules.map(|t| t.join().unwrap_or_else(|_| panicked())) {
+            eprintln!(
+                "envdoctor run: warning: `{shown}` succeeded, but the rules given with --rules \
+                 could not be loaded, so a failure would not have been diagnosed:\n{e}"
+            );
+        }
         return Ok(Exit::Success);
     }
     let code = outcome.code();
     let signal = std::os::unix::process::ExitStatusExt::signal(&outcome.status);
     // A child ended by a broken pipe has no reader left to tell.
     if signal != Some(libc::SIGPIPE) {
-        let rules = rules
-            .join()
-            .unwrap_or_else(|_| Err(Error::other("loading the rules failed")));
-        eprintln!("\nenvdoctor run: `{shown}` exited with status {code}; diagnosing its output\n");
-        let result = rules.and_then(|rules| {
-            let index = SymptomIndex::new(rules.rules());
-            super::scan(&outcome.captured[..], &index)
-                .map_err(|e| read_error(&shown, e))
-                .and_then(|s| finish(s, &rules, &a.facts, &shown))
-        });
-        match result {
-            Ok(report) => emit(&report, a.facts.format, true)?,
-            Err(e) => eprintln!("envdoctor run: could not diagnose: {e}"),
+        match rules.join().unwrap_or_else(|_| panicked()) {
+            Err(e) => eprintln!(
+                "\nenvdoctor run: `{shown}` exited with status {code}; its output was not \
+                 diagnosed: the rules could not be loaded:\n{e}"
+            ),
+            Ok(rules) => {
+                eprintln!(
+                    "\nenvdoctor run: `{shown}` exited with status {code}; diagnosing its output\n"
+                );
+                let index = SymptomIndex::new(rules.rules());
+                let result = super::scan(&outcome.captured[..], &index)
+                    .map_err(|e| read_error(&shown, e))
+                    .and_then(|s| finish(s, &rules, &a.facts, &shown));
+                match result {
+                    Ok(report) => emit(&report, a.facts.format, true)?,
+                    Err(e) => eprintln!("envdoctor run: could not diagnose: {e}"),
+                }
+            }
         }
     }
     if let Some(sig) = signal {

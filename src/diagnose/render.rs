@@ -183,20 +183,35 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// The log's own lines as a fenced block that no line of theirs can close.
+fn excerpt_md(matched: &[super::MatchedLine]) -> String {
+    use crate::report::escape::{md_fence, one_line};
+    let lines: Vec<String> = matched
+        .iter()
+        .map(|l| format!("{:>6}: {}", l.line, one_line(&clip(&l.text, 300))))
+        .collect();
+    let fence = md_fence(&lines.join("\n"));
+    format!("{fence}\n{}\n{fence}\n", lines.join("\n"))
+}
+
 /// For an issue or a pull request.
 pub fn markdown(r: &Report) -> String {
-    let mut s = format!("## envdoctor diagnose: `{}`\n\n", r.source);
+    use crate::report::escape::{md_code, md_text};
+    let mut s = format!("## envdoctor diagnose: {}\n\n", md_code(&r.source));
     s.push_str(&format!(
         "{} lines; facts from {}.\n\n",
-        r.lines_read, r.facts_from
+        r.lines_read,
+        md_text(&r.facts_from)
     ));
     for n in &r.notes {
-        s.push_str(&format!("> note: {n}\n\n"));
+        s.push_str(&format!("> note: {}\n\n", md_text(n)));
     }
     for x in &r.explanations {
         s.push_str(&format!(
-            "- line {} (`{}`): {}\n",
-            x.line, x.kind, x.summary
+            "- line {} ({}): {}\n",
+            x.line,
+            md_code(&x.kind),
+            md_text(&x.summary)
         ));
     }
     if !r.explanations.is_empty() {
@@ -206,48 +221,50 @@ pub fn markdown(r: &Report) -> String {
         s.push_str("No known failure matches this log.\n\n");
         for n in &r.nearest {
             s.push_str(&format!(
-                "- nearest: `{}` {} ({:.2})\n",
-                n.rule, n.title, n.similarity
+                "- nearest: {} {} ({:.2})\n",
+                md_code(&n.rule),
+                md_text(&n.title),
+                n.similarity
             ));
         }
         return s;
     }
     let top = &r.diagnoses[0];
     s.push_str(&format!(
-        "### {}: `{}` {}\n\n{}\n\n",
+        "### {}: {} {}\n\n{}\n\n",
         label(top.verdict),
-        top.rule,
-        top.title,
-        top.message
+        md_code(&top.rule),
+        md_text(&top.title),
+        md_text(&top.message)
     ));
     if !top.evidence.is_empty() {
         s.push_str("| fact | value |\n|---|---|\n");
         for e in &top.evidence {
             s.push_str(&format!(
-                "| `{}` | `{}` |\n",
-                e.path.replace('|', "\\|"),
-                value(&e.value).replace('|', "\\|")
+                "| {} | {} |\n",
+                md_code(&e.path),
+                md_code(&value(&e.value))
             ));
         }
         s.push('\n');
     }
     for m in &top.missing_facts {
-        s.push_str(&format!("- missing fact `{}`: {}\n", m.fact, m.how));
+        s.push_str(&format!(
+            "- missing fact {}: {}\n",
+            md_code(&m.fact),
+            md_text(&m.how)
+        ));
     }
-    s.push_str(&format!("**Fix:** {}\n\n", top.fix.trim()));
-    s.push_str("```\n");
-    for l in &top.matched_lines {
-        s.push_str(&format!("{:>6}: {}\n", l.line, clip(&l.text, 300)));
-    }
-    s.push_str("```\n");
+    s.push_str(&format!("**Fix:** {}\n\n", md_text(top.fix.trim())));
+    s.push_str(&excerpt_md(&top.matched_lines));
     if r.diagnoses.len() > 1 {
         s.push_str("\n| verdict | rule | why |\n|---|---|---|\n");
         for d in &r.diagnoses[1..] {
             s.push_str(&format!(
-                "| {} | `{}` | {} |\n",
+                "| {} | {} | {} |\n",
                 d.verdict.as_str(),
-                d.rule,
-                clip(&d.message, 200).replace('|', "\\|")
+                md_code(&d.rule),
+                md_text(&clip(&d.message, 200))
             ));
         }
     }

@@ -2,7 +2,9 @@
 //! the way `tini`, `dumb-init` and `torchrun` do, so that wrapping a job changes nothing it
 //! can see.
 //!
-//! - The child leads its own session (and so its own process group). SIGINT, SIGTERM, SIGHUP,
+//! - The child leads its own process group (its own session when envdoctor's stdin or stdout
+//!   is a terminal, see [`supervise`]; a job's children that call `setsid` leave it, as
+//!   they leave a shell's job, and get no forwarded signal). SIGINT, SIGTERM, SIGHUP,
 //!   SIGQUIT, SIGUSR1 and SIGUSR2 sent to envdoctor (Ctrl-C, `docker stop`, Kubernetes,
 //!   systemd, a CI cancel, Slurm's `--signal`) are forwarded to that group, so a training job's
 //!   own handler saves its checkpoint while envdoctor keeps reading its output.
@@ -307,9 +309,20 @@ pub fn supervise(argv: &[String]) -> io::Result<Outcome> {
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).stdin(Stdio::inherit());
     let (pty, mut reads) = child_stdio(&mut cmd)?;
+    let session = pty || reads_our_terminal();
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setsid() < 0 {
+            // A process group of its own, led by the job, not a session: the job's own
+            // `os.setpgrp()` then works as it does when a script starts it (a session leader
+            // is refused). On a terminal the job leads a session, so that it can read the
+            // terminal without job control stopping it and the pseudo-terminal can be its
+            // controlling terminal.
+            let r = if session {
+                libc::setsid()
+            } else {
+                libc::setpgid(0, 0)
+            };
+            if r < 0 {
                 return Err(io::Error::last_os_error());
             }
             // The pseudo-terminal becomes the new session's controlling terminal.
@@ -370,6 +383,12 @@ pub fn supervise(argv: &[String]) -> io::Result<Outcome> {
         .map(Tail::finish)
         .unwrap_or_default();
     Ok(Outcome { status, captured })
+}
+
+/// Whether the job's stdin would be envdoctor's controlling terminal (a read from it by a
+/// process group other than the foreground one stops the reader).
+fn reads_our_terminal() -> bool {
+    is_tty(libc::STDIN_FILENO) && unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) } >= 0
 }
 
 /// Block until `pid` has exited, without reaping it.

@@ -95,29 +95,77 @@ fn sgr_len(s: &str) -> Option<usize> {
     (b.get(2 + body) == Some(&b'm')).then_some(3 + body)
 }
 
-/// Inline Markdown text: one line; ASCII punctuation that could start emphasis, code, a link,
-/// HTML, an entity, a heading, a list, a quote or a table cell is backslash-escaped, and an
-/// `@` cannot mention anyone (a zero-width space follows it).
+/// Inline Markdown text: one line, and nothing in it can open HTML (`<`, `<!--`), code,
+/// emphasis, strikethrough, math, a link or image, an entity, a mention or (where the text
+/// starts a line) a heading, list, quote or table. Ordinary text is left as it reads: a `_`
+/// between letters or digits (`CUDA_VISIBLE_DEVICES`, `libcudnn_ops.so.9`) is no emphasis,
+/// `]`, `(`, `)`, `+`, `=`, `"`, `!`, `.` and `:` open nothing once `[`, `<` and `` ` `` are
+/// escaped, a `~` that starts a word before `/` (`~/.cache`) can open but never close a
+/// strikethrough, and `&` only escapes where an entity could follow. Only an `@` before a
+/// name gets a zero-width space (`@octocat`, `n@octocat` mention no one; `pkg @ file:` stays
+/// as it is).
 pub fn md_text(s: &str) -> String {
     let s = one_line(s);
+    let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' | '!' | '#' | '('
-            | ')' | '{' | '}' | '+' | '=' | '"' | '$' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '@' => out.push_str("@\u{200b}"),
-            c => out.push(c),
+    let word = |c: Option<&char>| c.is_some_and(|c| c.is_alphanumeric());
+    let space = |c: Option<&char>| c.is_none_or(|c| c.is_whitespace());
+    for (i, &c) in chars.iter().enumerate() {
+        let prev = i.checked_sub(1).and_then(|j| chars.get(j));
+        let next = chars.get(i + 1);
+        let escape = match c {
+            '\\' | '`' | '*' | '[' | '<' | '|' | '$' | '#' => true,
+            '_' => !(word(prev) && word(next)),
+            '~' => !(space(prev) && next == Some(&'/')),
+            '&' => next.is_some_and(|n| n.is_ascii_alphanumeric() || *n == '#'),
+            // At the start: a quote, a list item, a setext underline.
+            '>' | '-' | '+' | '=' => i == 0,
+            _ => false,
+        };
+        if escape {
+            out.push('\\');
+        }
+        out.push(c);
+        if c == '@' && next.is_some_and(|n| n.is_ascii_alphanumeric()) {
+            out.push('\u{200b}');
         }
     }
-    // A leading `-` or `1.` would start a list where the text starts a line.
-    if out.starts_with('-') {
-        out.insert(0, '\\');
-    } else if out.starts_with(|c: char| c.is_ascii_digit()) {
-        // Digits cannot be escaped; a zero-width space keeps `1.` from being a list marker.
-        out.insert(0, '\u{200b}');
+    // `1.` or `1)` then a space (or nothing) would start an ordered list.
+    let digits = chars.iter().take_while(|c| c.is_ascii_digit()).count();
+    if (1..=9).contains(&digits)
+        && matches!(chars.get(digits), Some('.' | ')'))
+        && space(chars.get(digits + 1))
+    {
+        out.insert(digits, '\\');
+    }
+    out
+}
+
+/// The Markdown of a rule's message or fix template whose literal text is the rule author's
+/// Markdown (their `code` spans stay code) and whose holes are facts: outside a code span a
+/// fact goes through [`md_text`]; inside one, where nothing is interpreted, it cannot close
+/// the span (a backtick becomes `'`). `|` is escaped everywhere (the message is a table cell
+/// too) and the literal text cannot open HTML either.
+pub fn md_template(parts: &[(bool, &str)]) -> String {
+    let mut out = String::new();
+    let mut in_code = false;
+    for (literal, s) in parts {
+        let s = one_line(s);
+        if *literal {
+            for c in s.chars() {
+                match c {
+                    '`' => in_code = !in_code,
+                    '|' => out.push('\\'),
+                    '<' if !in_code => out.push('\\'),
+                    _ => {}
+                }
+                out.push(c);
+            }
+        } else if in_code {
+            out.push_str(&s.replace('`', "'").replace('|', "\\|"));
+        } else {
+            out.push_str(&md_text(&s));
+        }
     }
     out
 }
@@ -248,10 +296,35 @@ mod tests {
     fn markdown_pieces() {
         assert_eq!(
             md_text("a <!-- b @x `c` |"),
-            "a \\<\\!-- b @\u{200b}x \\`c\\` \\|"
+            "a \\<!-- b @\u{200b}x \\`c\\` \\|"
         );
         assert_eq!(md_text("- x"), "\\- x");
-        assert_eq!(md_text("1. x"), "\u{200b}1. x");
+        assert_eq!(md_text("1. x"), "1\\. x");
+        assert_eq!(md_text("12) x"), "12\\) x");
+        // Ordinary text reads as it is.
+        for plain in [
+            "/home/ana/proj/.venv/bin/python 3.11.9 (VIRTUAL_ENV is set)",
+            "2.5.1+cu124",
+            "libcudnn_ops.so.9 in ~/.cache/x (CUDA_VISIBLE_DEVICES=0,1)",
+            "GPU 0: 91.4% used; torch==2.6.0; pkg @ file:///w/x.whl",
+            "12.4.127",
+        ] {
+            assert_eq!(md_text(plain), plain);
+        }
+        assert_eq!(
+            md_text("_a_ *b* ~~c~~ x~/"),
+            "\\_a\\_ \\*b\\* \\~\\~c\\~\\~ x\\~/"
+        );
+        assert_eq!(md_text("&amp; & $x$ #1"), "\\&amp; & \\$x\\$ \\#1");
+        assert_eq!(
+            md_template(&[
+                (true, "run `"),
+                (false, "/p`y <b>"),
+                (true, " -m pip` for <x> "),
+                (false, "_a_ <b>")
+            ]),
+            "run `/p'y <b> -m pip` for \\<x> \\_a\\_ \\<b>"
+        );
         assert_eq!(md_code("a`b"), "``a`b``");
         assert_eq!(md_code("`a"), "`` `a ``");
         assert_eq!(md_fence("x ```` y"), "`````");

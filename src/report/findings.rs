@@ -50,6 +50,7 @@ mod tests {
             title: "Another process holds GPU memory".into(),
             subject: Some("gpus[0]".into()),
             message: "GPU 0 | busy".into(),
+            message_md: String::new(),
             evidence: vec![Evidence {
                 path: "gpus[0].live.memory_used_percent".into(),
                 value: serde_json::json!(91.5),

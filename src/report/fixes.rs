@@ -154,6 +154,7 @@ mod tests {
             title: "t".into(),
             subject: None,
             message: "m".into(),
+            message_md: String::new(),
             evidence: vec![Evidence {
                 path: "gpus[0].live.memory_used_percent".into(),
                 value: serde_json::json!(91.0),

@@ -15,6 +15,15 @@ pub fn md_cell(s: &str) -> String {
     md_text(s)
 }
 
+/// A finding's message as Markdown: the rule's own rendering, else the message escaped.
+pub fn message_md(f: &Finding) -> String {
+    if f.message_md.is_empty() {
+        md_text(&f.message)
+    } else {
+        f.message_md.clone()
+    }
+}
+
 /// The summary as a Markdown list (`- ✓ **Python** …`).
 pub fn summary_list(snap: &Snapshot, findings: &[Finding]) -> String {
     let mut out = String::new();
@@ -42,7 +51,7 @@ pub fn findings_section(findings: &[Finding], snap: &Snapshot) -> String {
             f.severity.as_str(),
             md_code(&f.rule),
             md_cell(f.subject.as_deref().unwrap_or("machine")),
-            md_cell(&f.message)
+            message_md(f)
         ));
     }
     out.push('\n');
@@ -52,7 +61,7 @@ pub fn findings_section(findings: &[Finding], snap: &Snapshot) -> String {
             html(&f.rule),
             html(&f.title)
         ));
-        out.push_str(&format!("{}\n\n", md_text(&f.message)));
+        out.push_str(&format!("{}\n\n", message_md(f)));
         if !f.evidence.is_empty() {
             out.push_str("Evidence:\n\n");
             for e in &f.evidence {

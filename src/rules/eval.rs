@@ -198,6 +198,8 @@ pub struct Hit {
     pub subject: Option<String>,
     /// The filled message.
     pub message: String,
+    /// The message as Markdown ([`super::template::Template::render_markdown`]).
+    pub message_md: String,
     /// The filled fix.
     pub fix: String,
     /// The facts that made it fire.
@@ -320,10 +322,12 @@ pub fn run_rule_within<'a>(
                 ev.resolve_value(p).cloned()
             };
             let message = rule.message.render(&lookup);
+            let message_md = rule.message.render_markdown(&lookup);
             let fix = rule.fix.render(&lookup);
             hits.push(Hit {
                 subject: label,
                 message,
+                message_md,
                 fix,
                 evidence,
             });

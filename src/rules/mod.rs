@@ -61,6 +61,11 @@ pub struct Finding {
     pub subject: Option<String>,
     /// The message, filled with the facts it matched.
     pub message: String,
+    /// The message as Markdown (the author's code spans kept, the facts escaped); empty when
+    /// the finding was not made from a template (Markdown outputs then escape `message`).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub message_md: String,
     /// The facts that made it fire.
     pub evidence: Vec<Evidence>,
     /// What to do.
@@ -529,6 +534,7 @@ fn finding(rule: &Rule, h: eval::Hit) -> Finding {
         title: rule.title.clone(),
         subject: h.subject,
         message: h.message,
+        message_md: h.message_md,
         evidence: h.evidence,
         fix: h.fix,
         references: rule.references.clone(),

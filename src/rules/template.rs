@@ -82,6 +82,26 @@ impl Template {
         }
         out.trim().to_string()
     }
+
+    /// [`Template::render`] for Markdown: the literal text is the author's Markdown, each fact
+    /// escaped for where it lands ([`crate::report::escape::md_template`]).
+    pub fn render_markdown(&self, lookup: &dyn Fn(&Path) -> Option<Value>) -> String {
+        let parts: Vec<(bool, String)> = self
+            .parts
+            .iter()
+            .map(|p| match p {
+                Part::Lit(s) => (true, s.clone()),
+                Part::Hole(path) => (
+                    false,
+                    lookup(path).map_or("?".into(), |v| display_value(&v)),
+                ),
+            })
+            .collect();
+        let borrowed: Vec<(bool, &str)> = parts.iter().map(|(l, s)| (*l, s.as_str())).collect();
+        crate::report::escape::md_template(&borrowed)
+            .trim()
+            .to_string()
+    }
 }
 
 /// A fact as a person reads it: strings bare, lists joined with `, `, numbers without `.0`.
