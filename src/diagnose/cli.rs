@@ -203,6 +203,14 @@ fn text_layout(to_stderr: bool) -> crate::report::layout::Layout {
     crate::report::layout::Layout::new(width, None, None)
 }
 
+/// A line of `run`'s own on stderr, wrapped as its diagnosis is (continuation lines indented):
+/// a long command line does not run past the terminal.
+fn say(text: &str) {
+    for l in text_layout(true).wrap("", "  ", text) {
+        eprintln!("{l}");
+    }
+}
+
 fn exit(r: &Report) -> Exit {
     let confirmed = r
         .diagnoses
@@ -226,7 +234,10 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
             } else {
                 126
             };
-            eprintln!("envdoctor run: cannot run `{}`: {e}", a.command[0]);
+            say(&format!(
+                "envdoctor run: cannot run `{}`: {e}",
+                a.command[0]
+            ));
             return Ok(Exit::Passed(code));
         }
     };
@@ -241,7 +252,11 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
         let rules = rules
             .join()
             .unwrap_or_else(|_| Err(Error::other("loading the rules failed")));
-        eprintln!("\nenvdoctor run: `{shown}` exited with status {code}; diagnosing its output\n");
+        eprintln!();
+        say(&format!(
+            "envdoctor run: `{shown}` exited with status {code}; diagnosing its output"
+        ));
+        eprintln!();
         let result = rules.and_then(|rules| {
             let index = SymptomIndex::new(rules.rules());
             super::scan(&outcome.captured[..], &index)
@@ -250,7 +265,7 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
         });
         match result {
             Ok(report) => emit(&report, a.facts.format, true)?,
-            Err(e) => eprintln!("envdoctor run: could not diagnose: {e}"),
+            Err(e) => say(&format!("envdoctor run: could not diagnose: {e}")),
         }
     }
     if let Some(sig) = signal {
