@@ -404,8 +404,8 @@ fn verdict_hook_ranks_new_findings_first_on_real_snapshots() {
     assert_eq!(r.changes[0].rank, Rank::Verdict);
     assert_eq!(r.changes[0].change, ChangeKind::New);
     assert_eq!(
-        r.changes[0].fact,
-        "verdicts[six-1.17] pythons[~/proj/.venv/bin/python]"
+        r.changes[0].fact, "verdicts[six-1.17] pythons[project-venv:.venv]",
+        "the interpreter by its role, not its path"
     );
     assert_eq!(r.summary.new_findings, 1);
     let text = envdoctor::report::compare::render_text(&r, false);
