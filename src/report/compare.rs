@@ -2,6 +2,7 @@
 //! so: on a terminal without `NO_COLOR`) and Markdown for a pull-request comment. JSON is the
 //! serde form of the report ([`render_json`]); its schema is `schema/compare.schema.json`.
 
+use super::fleet_matrix::{rank_title, split_entity, ABSENT};
 use crate::compare::fleet::FleetReport;
 use crate::compare::{Change, ChangeKind, CompareReport, Direction, Mode, Rank, Size};
 use crate::report::layout::{elide_keeping_name, elide_middle};
@@ -14,8 +15,6 @@ pub const TEXT_WIDTH: usize = 80;
 const VALUE_CAP: usize = 18;
 /// Widest fact cell before it is elided (inside its directories: a key keeps its soname).
 const FACT_CAP: usize = 30;
-/// What a missing value shows as.
-pub(super) const ABSENT: &str = "(absent)";
 /// The ranks in the order they are shown.
 const RANKS: [Rank; 3] = [Rank::Verdict, Rank::Ml, Rank::Other];
 
@@ -33,14 +32,6 @@ struct Row {
 struct Group {
     group: String,
     rows: Vec<Row>,
-}
-
-/// `frameworks[x:torch].version` -> (`frameworks[x:torch]`, `version`); no entity: ("", fact).
-pub(super) fn split_entity(fact: &str) -> (&str, &str) {
-    match fact.find("].") {
-        Some(i) => (&fact[..=i], &fact[i + 2..]),
-        None => ("", fact),
-    }
 }
 
 /// List-valued facts (`a, b, c`) diffed item by item: what only A has, what only B has, and
@@ -254,14 +245,6 @@ pub fn render_json(r: &CompareReport) -> String {
     });
     s.push('\n');
     s
-}
-
-pub(super) fn rank_title(r: Rank) -> &'static str {
-    match r {
-        Rank::Verdict => "Rule verdicts",
-        Rank::Ml => "ML / CUDA",
-        Rank::Other => "Other",
-    }
 }
 
 fn size_name(s: Size) -> &'static str {

@@ -6,13 +6,34 @@
 //! pair. Columns are as wide as what they show: a machine that agrees everywhere is one `·`
 //! wide, so the machines that differ get the room. When the matrix cannot fit the width (too
 //! many machines differ), [`render`] answers None and the caller lists the facts instead.
+//! It also owns the names the pair text shares with it (`ABSENT`, [`split_entity`],
+//! [`rank_title`]): `report::compare` uses this module, never the reverse (no import circle).
 
-use super::compare::{rank_title, split_entity, ABSENT};
 use super::layout::elide_keeping_name;
 use super::style::Style;
 use crate::compare::fleet::{FleetFact, FleetReport};
 use crate::compare::Rank;
 use std::collections::HashMap;
+
+/// What a missing value shows as.
+pub(super) const ABSENT: &str = "(absent)";
+
+/// `frameworks[x:torch].version` -> (`frameworks[x:torch]`, `version`); no entity: ("", fact).
+pub(super) fn split_entity(fact: &str) -> (&str, &str) {
+    match fact.find("].") {
+        Some(i) => (&fact[..=i], &fact[i + 2..]),
+        None => ("", fact),
+    }
+}
+
+/// A rank's title, as text and Markdown show it.
+pub(super) fn rank_title(r: Rank) -> &'static str {
+    match r {
+        Rank::Verdict => "Rule verdicts",
+        Rank::Ml => "ML / CUDA",
+        Rank::Other => "Other",
+    }
+}
 
 /// The narrowest a value column gets before the matrix gives up.
 const MIN_VALUE: usize = 6;
