@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: `envdoctor snapshot` (Python probe) against `pip list --format=json` and against the
+# Benchmark: `envdoctor snapshot` (Python probe) against `pip list --format=json`, `pip freeze` and the
 # floor (`cat` of every METADATA), over synthetic venvs, in one run. Not run in CI.
 #
 #   bench/python_snapshot.sh            # 20 venvs x 500 dists, then 200 x 1000 (time + peak RSS)
@@ -125,6 +125,13 @@ pip_run() { # root n
       --path "$(echo "$1"/v$(printf %03d $i)/lib/python3.*/site-packages)"
   done
 }
+freeze_run() { # root n
+  local i
+  for ((i = 0; i < $2; i++)); do
+    $PIN "$PY" -m pip freeze --all --disable-pip-version-check \
+      --path "$(echo "$1"/v$(printf %03d $i)/lib/python3.*/site-packages)"
+  done
+}
 floor_run() { # root
   find "$1" -path '*.dist-info/METADATA' -print0 | $PIN xargs -0 cat
 }
@@ -152,13 +159,16 @@ t_env=$(timeit envdoctor_run "$small" "$SMALL_N")
 t_floor=$(timeit floor_run "$small")
 t_cat=$(timeit floor_cat_only "$WORK/metadata.list")
 t_pip=$(timeit pip_run "$small" "$SMALL_N")
+t_freeze=$(timeit freeze_run "$small" "$SMALL_N")
 echo
 echo "== ${SMALL_N} venvs x ${SMALL_M} distributions (median of $RUNS, warm cache, taskset -c $CORES)"
 printf '%-44s %8.3f s\n' "envdoctor snapshot --root" "$t_env"
 printf '%-44s %8.3f s\n' "pip list --format=json --path (per venv)" "$t_pip"
+printf '%-44s %8.3f s\n' "pip freeze --all --path (per venv)" "$t_freeze"
 printf '%-44s %8.3f s\n' "floor: find + cat every METADATA" "$t_floor"
 printf '%-44s %8.3f s\n' "floor: cat every METADATA (list given)" "$t_cat"
 printf '%-44s %8.1fx\n' "pip list / envdoctor" "$(echo "$t_pip / $t_env" | bc -l)"
+printf '%-44s %8.1fx\n' "pip freeze / envdoctor" "$(echo "$t_freeze / $t_env" | bc -l)"
 printf '%-44s %8.2fx\n' "envdoctor / (find + cat)" "$(echo "$t_env / $t_floor" | bc -l)"
 printf '%-44s %8.2fx\n' "envdoctor / cat" "$(echo "$t_env / $t_cat" | bc -l)"
 
@@ -184,3 +194,4 @@ $PIN env -i PATH="$(venv_path "$SMALL_N")" HOME=/nonexistent "$BIN" snapshot --r
   --deadline 600 --timings 2>&1 >/dev/null | sed 's/^/  /'
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'ratio pip list / envdoctor snapshot (%d x %d): %.1fx\n' "$SMALL_N" "$SMALL_M" "$(echo "$t_pip / $t_env" | bc -l)"
+printf 'ratio pip freeze / envdoctor snapshot (%d x %d): %.1fx\n' "$SMALL_N" "$SMALL_M" "$(echo "$t_freeze / $t_env" | bc -l)"

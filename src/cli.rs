@@ -641,6 +641,11 @@ fn apply_expectations(
     }
 }
 
+/// Markdown for stdout: wrapped to the terminal's width when stdout is one.
+fn on_terminal(markdown: String) -> String {
+    Layout::new(crate::report::layout::stdout_width(), None, None).wrap_markdown(&markdown)
+}
+
 /// The output of `check` / `report` in the format asked for.
 #[allow(clippy::too_many_arguments)]
 fn render_check(
@@ -655,9 +660,10 @@ fn render_check(
 ) -> String {
     match (report, args.format) {
         (true, CheckFormat::Json) => crate::report::envreport::json(found, summary, snap),
-        (true, _) => crate::report::envreport::markdown(found, summary, snap),
+        // Markdown on a terminal wraps as text does; piped, it is the document as pasted.
+        (true, _) => on_terminal(crate::report::envreport::markdown(found, summary, snap)),
         (false, CheckFormat::Json) => findings::json(found, summary, snap),
-        (false, CheckFormat::Markdown) => findings::markdown(found, summary, snap),
+        (false, CheckFormat::Markdown) => on_terminal(findings::markdown(found, summary, snap)),
         (false, CheckFormat::Sarif) => {
             crate::report::sarif::render(rules.rules(), found, snap, sarif_base(args).as_deref())
         }
@@ -759,7 +765,8 @@ fn rules_cmd(cmd: RulesCommand) -> Result<Exit, Error> {
             let set = load_for_files(&a.paths, &a.rules)?;
             let results = set.run_tests();
             let failed = results.iter().filter(|r| r.failure.is_some()).count();
-            out(&crate::report::rules::test_text(&set, &results))?;
+            let lay = Layout::new(crate::report::layout::stdout_width(), None, None);
+            out(&lay.wrap_lines(&crate::report::rules::test_text(&set, &results)))?;
             Ok(Exit::found_if(failed > 0))
         }
         RulesCommand::Lint(a) => {
@@ -775,7 +782,8 @@ fn rules_cmd(cmd: RulesCommand) -> Result<Exit, Error> {
                 problems.len(),
                 if problems.len() == 1 { "" } else { "s" }
             ));
-            out(&s)?;
+            let lay = Layout::new(crate::report::layout::stdout_width(), None, None);
+            out(&lay.wrap_lines(&s))?;
             Ok(Exit::found_if(!problems.is_empty()))
         }
     }

@@ -406,8 +406,8 @@ fn verdict_hook_ranks_new_findings_first_on_real_snapshots() {
     assert_eq!(r.changes[0].rank, Rank::Verdict);
     assert_eq!(r.changes[0].change, ChangeKind::New);
     assert_eq!(
-        r.changes[0].fact,
-        "verdicts[six-1.17] pythons[~/proj/.venv/bin/python]"
+        r.changes[0].fact, "verdicts[six-1.17] pythons[project-venv:.venv]",
+        "the interpreter by its role, not its path"
     );
     assert_eq!(r.summary.new_findings, 1);
     let text = envdoctor::report::compare::render_text(&r, false);
@@ -507,4 +507,57 @@ fn the_shipped_rules_rank_a_new_finding_first() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains("B will hit"));
+}
+
+/// A finding is matched by the role of the interpreter it is about, not by its path: the same
+/// machine with its project checked out elsewhere (`/srv/ci-7/checkout`, not under a home) keeps
+/// `package-shadowed-by-other-site-dir` on its project venv, which is no drift in verdicts (it
+/// was "1 new, 1 fixed" while subjects were paths).
+#[test]
+fn a_finding_on_the_same_venv_at_another_path_is_neither_new_nor_fixed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/snapshots/compare");
+    let a = dir.join("a.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let moved = tmp.path().join("moved.json");
+    let text = std::fs::read_to_string(&a).unwrap();
+    assert!(text.contains("/home/alice/proj/.venv"));
+    std::fs::write(
+        &moved,
+        text.replace("/home/alice/proj", "/srv/ci-7/checkout"),
+    )
+    .unwrap();
+    // The rule fires on both machines, on the project venv at each one's path.
+    for (snap, venv) in [
+        (&a, "/home/alice/proj/.venv/bin/python"),
+        (&moved, "/srv/ci-7/checkout/.venv/bin/python"),
+    ] {
+        let out = cli::plain()
+            .args(["check", "--format", "json", "--from"])
+            .arg(snap)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let subjects: Vec<&str> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rule"] == "package-shadowed-by-other-site-dir")
+            .filter_map(|f| f["subject"].as_str())
+            .collect();
+        assert_eq!(subjects, vec![format!("pythons[{venv}]")], "{snap:?}");
+    }
+    let (code, r) = compare_json(&[&a, &moved], &[]);
+    assert_eq!(code, 1, "the paths did change");
+    assert!(r.options.verdicts);
+    assert_eq!(
+        (r.summary.new_findings, r.summary.fixed_findings),
+        (0, 0),
+        "{:#?}",
+        r.changes
+    );
+    assert!(r.changes.iter().all(|c| c.rank != Rank::Verdict));
+    assert!(r
+        .changes
+        .iter()
+        .any(|c| c.fact == "pythons[project-venv:.venv].path"));
 }

@@ -110,3 +110,48 @@ fn fleet_text_json_markdown() {
     let (_, md) = run(&args);
     golden("fleet.md", &md);
 }
+
+/// Five machines, two of which differ: one matrix (a row per fact that differs, a column per
+/// machine, `·` where a machine holds the majority value), within 80 columns, each fact once
+/// (there is no second "by machine" listing: each machine's count is on its line at the top).
+#[test]
+fn fleet_of_five_is_a_matrix_within_80_columns() {
+    let files = [
+        "fleet-1.json",
+        "fleet-2.json",
+        "fleet-3.json",
+        "a.json",
+        "b.json",
+    ];
+    let (code, text) = run(&files);
+    assert_eq!(code, 1);
+    golden("fleet5.txt", &text);
+    for l in text.lines() {
+        assert!(l.chars().count() <= 80, "longer than 80: {l:?}");
+    }
+    let mut args = files.to_vec();
+    args.extend(["--format", "json"]);
+    let (_, json) = run(&args);
+    let report: CompareReport = serde_json::from_str(&json).unwrap();
+    let fleet = report.fleet.unwrap();
+    // One line per differing fact (plus headings): not one per fact and one per outlier twice.
+    assert!(text.lines().count() < fleet.by_fact.len() + 25, "{text}");
+    assert!(text.contains("  3  fleet-3.json (node-3, 2026-11-22T09:00:09Z)  12 differences"));
+    let torch = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("packages[torch]"))
+        .unwrap();
+    let cells: Vec<&str> = torch.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        [
+            "packages[torch]",
+            "2.1.0+cu118",
+            "·",
+            "·",
+            "2.3.1+cu121",
+            "·",
+            "2.3.1+cu121"
+        ]
+    );
+}

@@ -352,6 +352,12 @@ fn a_slow_probe_is_named_on_the_terminal_and_cleared() {
 /// the terminal wrapped joined again (`capture-pane -J`), so a line over 80 columns shows as
 /// one; None when tmux is not installed (CI installs it).
 fn in_tmux_80(cwd: &std::path::Path, args: &[&str]) -> Option<String> {
+    in_tmux_80_with(cwd, &[], args)
+}
+
+/// [`in_tmux_80`] with `env` set for envdoctor (`("PATH", "/usr/bin:/bin")`; an empty value
+/// unsets it).
+fn in_tmux_80_with(cwd: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> Option<String> {
     if std::process::Command::new("tmux")
         .arg("-V")
         .output()
@@ -368,9 +374,23 @@ fn in_tmux_80(cwd: &std::path::Path, args: &[&str]) -> Option<String> {
     let done = dir.path().join("done");
     let sock = dir.path().join("tmux.sock");
     let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    // An empty value unsets the variable (`env` takes `-u` before the assignments).
+    let mut env = env.to_vec();
+    env.sort_by_key(|(_, v)| !v.is_empty());
+    let vars: Vec<String> = env
+        .iter()
+        .map(|(k, v)| {
+            if v.is_empty() {
+                format!("-u {k}")
+            } else {
+                format!("{k}='{v}'")
+            }
+        })
+        .collect();
     let script = format!(
-        "cd '{}' && '{}' {}; touch '{}'; sleep 30",
+        "cd '{}' && env {} '{}' {}; touch '{}'; sleep 30",
         cwd.display(),
+        vars.join(" "),
         assert_cmd::cargo::cargo_bin("envdoctor").display(),
         quoted.join(" "),
         done.display()
@@ -463,4 +483,90 @@ fn explain_and_rules_list_fit_an_80_column_tmux() {
     };
     assert!(text.contains(" rules\n"), "{text}");
     assert_fits_80("rules list", &text);
+}
+
+/// Every subcommand, in an 80-column tmux: its help, and what it prints for a person. The list
+/// of subcommands is read from `envdoctor --help`, so a new one fails here until it is tried.
+/// Outputs that are files for a program are not text for a person and are not wrapped: `snapshot`
+/// to stdout (JSON; it is run with `-o`, where the terminal shows nothing), `completions` (a
+/// shell script), `man` (roff, which `man` lays out) and the YAML that `rules show` prints as
+/// written. `check`, `compare`, `explain` and `rules list` have their own tests above.
+#[test]
+fn every_subcommand_fits_an_80_column_tmux() {
+    let help = cli::stdout_ok(cli::plain().arg("--help"));
+    let subs: Vec<&str> = help
+        .split("Commands:")
+        .nth(1)
+        .unwrap()
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(subs.len() >= 10, "{help}");
+    let tried = [
+        "check", "snapshot", "report", "rules", "explain", "compare", "diagnose", "run", "help",
+    ];
+    let data = ["completions", "man"];
+    for s in &subs {
+        assert!(
+            tried.contains(s) || data.contains(s),
+            "`{s}` is not tried here"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("train.log"),
+        "Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n\
+         ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory\n",
+    )
+    .unwrap();
+    let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/rules/python.yaml");
+    let mut runs: Vec<(Vec<&str>, &str)> = vec![(vec!["--help"], "Commands:")];
+    for s in subs.iter().filter(|s| **s != "help") {
+        runs.push((vec![s, "--help"], "Usage:"));
+    }
+    for s in ["list", "show", "test", "lint"] {
+        runs.push((vec!["rules", s, "--help"], "Usage:"));
+    }
+    runs.extend([
+        (vec!["help", "run"], "Usage:"),
+        (vec!["snapshot", "--no-load", "-o", "s.json"], ""),
+        (vec!["report", "--no-load"], "## "),
+        (
+            vec!["check", "--no-load", "--format", "markdown"],
+            "envdoctor check",
+        ),
+        (vec!["rules", "test", rules], " passed"),
+        (vec!["rules", "lint", rules], "rules valid"),
+        (vec!["diagnose", "train.log"], "cuda-library-not-found"),
+        (
+            vec![
+                "run",
+                "--",
+                "sh",
+                "-c",
+                "echo \"ImportError: libcudnn.so.9: cannot open shared object file\" >&2; exit 3",
+            ],
+            "exited with status 3; diagnosing its output",
+        ),
+    ]);
+    // `report` shows PATH and the library path whole (one word each, in a code block): a
+    // short PATH, and not cargo's LD_LIBRARY_PATH.
+    let env = [
+        ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        ("LD_LIBRARY_PATH", ""),
+    ];
+    for (args, shows) in runs {
+        let Some(text) = in_tmux_80_with(d, &env, &args) else {
+            return;
+        };
+        let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(joined.contains(shows), "{args:?} shows {shows:?}:\n{text}");
+        assert_fits_80(&format!("{args:?}"), &text);
+    }
+    assert!(d.join("s.json").exists());
 }

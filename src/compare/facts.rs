@@ -77,7 +77,8 @@ pub fn flatten(
     let mut w = Walk::new(RULES, snap, labels, opts);
     if let Some(vs) = verdicts {
         if w.keep(Section::Verdicts) {
-            w.facts.extend(verdict_facts(vs));
+            w.facts
+                .extend(verdict_facts(vs, &interpreter_roles(snap, labels)));
         }
     }
     // The walked value is freed off the caller's path.
@@ -99,16 +100,49 @@ fn walked_value(snap: &Snapshot) -> serde_json::Value {
     )
 }
 
+/// Each interpreter's path with its matched role (`labels[i]` names `snap.pythons[i]`), the
+/// longest path first, so a path that is a prefix of another is replaced after it.
+fn interpreter_roles<'a>(snap: &'a Snapshot, labels: &'a [String]) -> Vec<(&'a str, &'a str)> {
+    let mut v: Vec<(&str, &str)> = snap
+        .pythons
+        .iter()
+        .zip(labels)
+        .filter(|(_, l)| !l.is_empty())
+        .map(|(p, l)| (p.path.as_str(), l.as_str()))
+        .collect();
+    v.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    v
+}
+
+/// A finding's subject with each interpreter named by its role, not its path:
+/// `pythons[/home/a/p/.venv/bin/python]` -> `pythons[project-venv:.venv]`,
+/// `libraries[libcudnn.so.9 @ /x/bin/python]` -> `libraries[libcudnn.so.9 @ project-venv:.venv]`.
+/// So a finding on the same environment at another path (another user, another checkout) is the
+/// same finding on both machines, not one new and one fixed.
+pub(crate) fn subject_by_role(subject: &str, roles: &[(&str, &str)]) -> String {
+    let mut s = subject.to_string();
+    for (path, role) in roles {
+        for (open, close) in [("[", "]"), ("@ ", "]")] {
+            s = s.replace(
+                &format!("{open}{path}{close}"),
+                &format!("{open}{role}{close}"),
+            );
+        }
+    }
+    homeless(&s)
+}
+
 /// The rule verdicts as facts: `verdicts[rule subject]` (numbered when a rule fires twice on
-/// one subject), the severity as value, the title and message as note.
-fn verdict_facts(vs: &[Verdict]) -> Vec<Fact> {
+/// one subject; interpreters in the subject named by role), the severity as value, the title
+/// and message as note.
+fn verdict_facts(vs: &[Verdict], roles: &[(&str, &str)]) -> Vec<Fact> {
     let mut seen: HashMap<String, usize> = HashMap::new();
     vs.iter()
         .map(|v| {
             let subject = v
                 .subject
                 .as_deref()
-                .map(homeless)
+                .map(|s| subject_by_role(s, roles))
                 .unwrap_or_else(|| "machine".into());
             let base = format!("verdicts[{}] {}", v.rule_id, subject);
             let n = seen.entry(base.clone()).or_insert(0);

@@ -776,7 +776,7 @@ mod tests {
                 (
                     Rank::Verdict,
                     ChangeKind::New,
-                    "verdicts[torch-cu121-driver] pythons[~/proj/.venv/bin/python]"
+                    "verdicts[torch-cu121-driver] pythons[project-venv:.venv]"
                 ),
                 (
                     Rank::Verdict,
@@ -818,6 +818,31 @@ mod tests {
         };
         let r = compare(&snaps, &opts, None).unwrap();
         assert_eq!(r.changes.len(), 1, "{:?}", r.changes);
+    }
+
+    #[test]
+    fn a_finding_is_matched_by_the_role_of_its_interpreter_not_its_path() {
+        // The same project venv at two paths that are not under a home directory.
+        let a = machine("/srv/ci-1", "2.3.1+cu121", false);
+        let b = machine("/data/job-7", "2.3.1+cu121", false);
+        let snaps = vec![("a".to_string(), a), ("b".to_string(), b)];
+        let r = compare(&snaps, &CompareOptions::default(), Some(&torch_rules)).unwrap();
+        assert!(
+            r.changes.iter().all(|c| c.rank != Rank::Verdict),
+            "{:#?}",
+            r.changes
+        );
+        assert_eq!((r.summary.new_findings, r.summary.fixed_findings), (0, 0));
+        let roles = [("/x/.venv/bin/python", "project-venv:.venv")];
+        assert_eq!(
+            facts::subject_by_role("libraries[libcudnn.so.9 @ /x/.venv/bin/python]", &roles),
+            "libraries[libcudnn.so.9 @ project-venv:.venv]"
+        );
+        // A path that only starts like an interpreter's is left alone.
+        assert_eq!(
+            facts::subject_by_role("checkpoints[/x/.venv/bin/python.pt]", &roles),
+            "checkpoints[/x/.venv/bin/python.pt]"
+        );
     }
 
     #[test]

@@ -208,6 +208,14 @@ fn text_layout(to_stderr: bool) -> crate::report::layout::Layout {
     crate::report::layout::Layout::new(width, None, None)
 }
 
+/// A line of `run`'s own on stderr, wrapped as its diagnosis is (continuation lines indented):
+/// a long command line does not run past the terminal.
+fn say(text: &str) {
+    for l in text_layout(true).wrap("", "  ", text) {
+        eprintln!("{l}");
+    }
+}
+
 fn exit(r: &Report) -> Exit {
     let confirmed = r
         .diagnoses
@@ -241,7 +249,10 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
             } else {
                 126
             };
-            eprintln!("envdoctor run: cannot run `{}`: {e}", a.command[0]);
+            say(&format!(
+                "envdoctor run: cannot run `{}`: {e}",
+                a.command[0]
+            ));
             return Ok(Exit::Passed(code));
         }
     };
@@ -260,21 +271,27 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
     // A child ended by a broken pipe has no reader left to tell.
     if signal != Some(libc::SIGPIPE) {
         match rules.join().unwrap_or_else(|_| panicked()) {
-            Err(e) => eprintln!(
-                "\nenvdoctor run: `{shown}` exited with status {code}; its output was not \
-                 diagnosed: the rules could not be loaded:\n{e}"
-            ),
+            Err(e) => {
+                eprintln!();
+                say(&format!(
+                    "envdoctor run: `{shown}` exited with status {code}; its output was not \
+                     diagnosed: the rules could not be loaded:"
+                ));
+                eprintln!("{e}");
+            }
             Ok(rules) => {
-                eprintln!(
-                    "\nenvdoctor run: `{shown}` exited with status {code}; diagnosing its output\n"
-                );
+                eprintln!();
+                say(&format!(
+                    "envdoctor run: `{shown}` exited with status {code}; diagnosing its output"
+                ));
+                eprintln!();
                 let index = SymptomIndex::new(rules.rules());
                 let result = super::scan(&outcome.captured[..], &index)
                     .map_err(|e| read_error(&shown, e))
                     .and_then(|s| finish(s, &rules, &a.facts, &shown));
                 match result {
                     Ok(report) => emit(&report, a.facts.format, true)?,
-                    Err(e) => eprintln!("envdoctor run: could not diagnose: {e}"),
+                    Err(e) => say(&format!("envdoctor run: could not diagnose: {e}")),
                 }
             }
         }

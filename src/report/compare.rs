@@ -2,6 +2,7 @@
 //! so: on a terminal without `NO_COLOR`) and Markdown for a pull-request comment. JSON is the
 //! serde form of the report ([`render_json`]); its schema is `schema/compare.schema.json`.
 
+use super::fleet_matrix::{rank_title, split_entity, ABSENT};
 use crate::compare::fleet::FleetReport;
 use crate::compare::{Change, ChangeKind, CompareReport, Direction, Mode, Rank, Size};
 use crate::report::layout::{elide_keeping_name, elide_middle};
@@ -14,8 +15,6 @@ pub const TEXT_WIDTH: usize = 80;
 const VALUE_CAP: usize = 18;
 /// Widest fact cell before it is elided (inside its directories: a key keeps its soname).
 const FACT_CAP: usize = 30;
-/// What a missing value shows as.
-const ABSENT: &str = "(absent)";
 /// The ranks in the order they are shown.
 const RANKS: [Rank; 3] = [Rank::Verdict, Rank::Ml, Rank::Other];
 
@@ -33,14 +32,6 @@ struct Row {
 struct Group {
     group: String,
     rows: Vec<Row>,
-}
-
-/// `frameworks[x:torch].version` -> (`frameworks[x:torch]`, `version`); no entity: ("", fact).
-fn split_entity(fact: &str) -> (&str, &str) {
-    match fact.find("].") {
-        Some(i) => (&fact[..=i], &fact[i + 2..]),
-        None => ("", fact),
-    }
 }
 
 /// List-valued facts (`a, b, c`) diffed item by item: what only A has, what only B has, and
@@ -254,14 +245,6 @@ pub fn render_json(r: &CompareReport) -> String {
     });
     s.push('\n');
     s
-}
-
-fn rank_title(r: Rank) -> &'static str {
-    match r {
-        Rank::Verdict => "Rule verdicts",
-        Rank::Ml => "ML / CUDA",
-        Rank::Other => "Other",
-    }
 }
 
 fn size_name(s: Size) -> &'static str {
@@ -567,27 +550,30 @@ fn text_interpreters(o: &mut String, r: &CompareReport, st: &Style) {
     }
 }
 
+/// A fleet: the machines numbered, each with how many facts it differs on; the facts that differ
+/// as a matrix (facts by machines, [`super::fleet_matrix`]), or listed by fact when the matrix
+/// cannot fit; the verdict.
 fn text_fleet(r: &CompareReport, st: Style, d: Detail) -> String {
     let mut o = String::new();
     let empty = FleetReport::default();
     let fl = r.fleet.as_ref().unwrap_or(&empty);
     let _ = writeln!(o, "{} {} machines", st.bold("Fleet:"), r.machines.len());
-    let n = r.machines.len();
-    if n <= 20 {
-        for i in 0..n {
-            let _ = writeln!(o, "  {}", machine_line(r, i));
-        }
-    } else {
-        let _ = writeln!(
-            o,
-            "  {} ... {} (--format json lists them all)",
-            r.machines[0].label,
-            r.machines[n - 1].label
-        );
-    }
+    text_fleet_machines(&mut o, r, fl);
     if !fl.by_fact.is_empty() {
-        text_by_fact(&mut o, fl, &st);
-        text_by_machine(&mut o, fl, &st);
+        let labels: Vec<&str> = r.machines.iter().map(|m| m.label.as_str()).collect();
+        match super::fleet_matrix::render(fl, &labels, TEXT_WIDTH, &st) {
+            Some(lines) => {
+                let _ = writeln!(
+                    o,
+                    "\n{}  (· the majority value; blank: not on that machine)",
+                    st.bold("Differences")
+                );
+                for l in lines {
+                    let _ = writeln!(o, "{l}");
+                }
+            }
+            None => text_by_fact(&mut o, fl, &st),
+        }
     }
     let s = &r.summary;
     let head = if s.drift {
@@ -600,19 +586,68 @@ fn text_fleet(r: &CompareReport, st: Style, d: Detail) -> String {
     } else {
         st.good("no drift")
     };
-    let _ = writeln!(
-        o,
-        "\n{head} across {} machines ({} verdict, {} ML/CUDA, {} other);\n{} machine(s) differ from the majority.",
+    let line = format!(
+        "{head} across {} machines ({} verdict, {} ML/CUDA, {} other); {} machine(s) differ from the majority.",
         r.machines.len(),
         s.verdicts,
         s.ml,
         s.other,
         fl.by_machine.len()
     );
+    let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
+    let _ = writeln!(o, "\n{}", lay.wrap("", "", &line).join("\n"));
     if !d.quiet {
         text_footer(&mut o, r, &st);
     }
     o
+}
+
+/// Push the fleet's machines, numbered as the matrix's columns, each with how many facts it
+/// differs from the majority on (up to 20; more are summed up, JSON lists them all).
+fn text_fleet_machines(o: &mut String, r: &CompareReport, fl: &FleetReport) {
+    let n = r.machines.len();
+    if n > 20 {
+        let _ = writeln!(
+            o,
+            "  {} ... {} (--format json lists them all)",
+            r.machines[0].label,
+            r.machines[n - 1].label
+        );
+        return;
+    }
+    let count: std::collections::HashMap<&str, usize> = fl
+        .by_machine
+        .iter()
+        .map(|m| (m.machine.as_str(), m.differences.len()))
+        .collect();
+    let wn = n.to_string().len();
+    // The longest count is "NN differences": the machine's line gets the rest.
+    let room = TEXT_WIDTH - 2 - wn - 2 - 2 - 16;
+    let wl = width(
+        (0..n)
+            .map(|i| machine_line(r, i))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str),
+        room,
+    );
+    for i in 0..n {
+        let line = elide_middle(&machine_line(r, i), wl);
+        let _ = match count
+            .get(r.machines[i].label.as_str())
+            .copied()
+            .unwrap_or(0)
+        {
+            0 => writeln!(o, "  {:>wn$}  {line}", i + 1),
+            k => writeln!(
+                o,
+                "  {:>wn$}  {}  {k} difference{}",
+                i + 1,
+                pad(&line, wl),
+                if k == 1 { "" } else { "s" }
+            ),
+        };
+    }
 }
 
 /// Push the fleet's "By fact" section: per rank, each fact's majority value and the machines
@@ -642,39 +677,6 @@ fn text_by_fact(o: &mut String, fl: &FleetReport, st: &Style) {
                     st.warning(&v)
                 );
             }
-        }
-    }
-}
-
-/// Push the fleet's "By machine" section: each machine's differences with the majority value.
-fn text_by_machine(o: &mut String, fl: &FleetReport, st: &Style) {
-    let _ = writeln!(o, "\n{}", st.bold("By machine"));
-    for m in &fl.by_machine {
-        let n = m.differences.len();
-        let _ = writeln!(
-            o,
-            "  {}  {n} difference{}",
-            st.bold(&m.machine),
-            if n == 1 { "" } else { "s" }
-        );
-        let wf = width(m.differences.iter().map(|d| d.fact.as_str()), FACT_CAP);
-        let wv = width(
-            m.differences
-                .iter()
-                .map(|d| d.value.as_deref().unwrap_or(ABSENT)),
-            VALUE_CAP,
-        );
-        for d in &m.differences {
-            let _ = writeln!(
-                o,
-                "    {}  {}  (majority {})",
-                pad(&elide_keeping_name(&d.fact, wf), wf),
-                pad(&elide_middle(d.value.as_deref().unwrap_or(ABSENT), wv), wv),
-                elide_middle(
-                    d.majority.as_deref().unwrap_or(ABSENT),
-                    TEXT_WIDTH.saturating_sub(4 + wf + 2 + wv + 2 + 11).max(8)
-                )
-            );
         }
     }
 }
@@ -808,50 +810,66 @@ fn md_fleet(r: &CompareReport) -> String {
             "**{} fact(s) differ** ({} verdict, {} ML/CUDA, {} other); {} machine(s) differ from the majority.\n",
             s.differences, s.verdicts, s.ml, s.other, fl.by_machine.len()
         );
-        let _ = writeln!(o, "#### By fact\n");
-        let _ = writeln!(
-            o,
-            "| fact | majority | machines that differ |\n|---|---|---|"
-        );
-        for f in &fl.by_fact {
-            let outs: Vec<String> = f
-                .outliers
-                .iter()
-                .map(|x| format!("{}: {}", code(&x.machine), opt_code(x.value.as_deref())))
-                .collect();
-            let _ = writeln!(
-                o,
-                "| {} | {} ({} of {}) | {} |",
-                code(&f.fact),
-                opt_code(f.majority.as_deref()),
-                f.majority_count,
-                f.compared,
-                outs.join("<br>")
-            );
-        }
-        let _ = writeln!(o, "\n#### By machine\n");
-        for m in &fl.by_machine {
-            let _ = writeln!(
-                o,
-                "<details><summary>{} ({} difference(s))</summary>\n",
-                super::escape::html(&m.machine),
-                m.differences.len()
-            );
-            let _ = writeln!(o, "| fact | value | majority |\n|---|---|---|");
-            for d in &m.differences {
-                let _ = writeln!(
-                    o,
-                    "| {} | {} | {} |",
-                    code(&d.fact),
-                    opt_code(d.value.as_deref()),
-                    opt_code(d.majority.as_deref())
-                );
-            }
-            let _ = writeln!(o, "\n</details>\n");
-        }
+        md_fleet_matrix(&mut o, r, fl);
     }
     md_footer(&mut o, r);
     o
+}
+
+/// Push the fleet's matrix as a table: the machines numbered (with how many facts each differs
+/// on), then a row per fact, a column per machine: `·` the majority value, blank where the
+/// machine lacks the fact's entity, else its value.
+fn md_fleet_matrix(o: &mut String, r: &CompareReport, fl: &FleetReport) {
+    use super::fleet_matrix::{cells, Cell};
+    let n = r.machines.len();
+    let count: std::collections::HashMap<&str, usize> = fl
+        .by_machine
+        .iter()
+        .map(|m| (m.machine.as_str(), m.differences.len()))
+        .collect();
+    for i in 0..n {
+        let k = count
+            .get(r.machines[i].label.as_str())
+            .copied()
+            .unwrap_or(0);
+        let _ = writeln!(
+            o,
+            "{}. {}: {k} difference(s)",
+            i + 1,
+            code(&machine_line(r, i))
+        );
+    }
+    let nums: Vec<String> = (1..=n).map(|m| m.to_string()).collect();
+    let _ = writeln!(
+        o,
+        "\n| fact | majority | {} |\n|---|---|{}",
+        nums.join(" | "),
+        "---|".repeat(n)
+    );
+    let index: std::collections::HashMap<&str, usize> = r
+        .machines
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.label.as_str(), i))
+        .collect();
+    for f in &fl.by_fact {
+        let row: Vec<String> = cells(f, fl, &index, n)
+            .iter()
+            .map(|c| match c {
+                Cell::Same => "·".to_string(),
+                Cell::NotThere => String::new(),
+                Cell::Value(v) => opt_code(v.as_deref()),
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} |",
+            code(&f.fact),
+            opt_code(f.majority.as_deref()),
+            row.join(" | ")
+        );
+    }
+    let _ = writeln!(o, "\n· the majority value; blank: not on that machine.\n");
 }
 
 #[cfg(test)]

@@ -100,6 +100,31 @@ impl Layout {
         out
     }
 
+    /// Markdown `text` wrapped to the width at spaces, where a line break changes nothing that
+    /// Markdown renders (a paragraph, a list item, an HTML block's text): headings, table rows
+    /// and fenced code are left whole, as they would not survive a break. Unchanged when not
+    /// wrapping (piped: the document as it is pasted).
+    pub fn wrap_markdown(&self, text: &str) -> String {
+        if self.width.is_none() {
+            return text.to_string();
+        }
+        let mut out = String::new();
+        let mut fenced = false;
+        for line in text.lines() {
+            let body = line.trim_start();
+            if body.starts_with("```") {
+                fenced = !fenced;
+            }
+            if fenced || body.starts_with("```") || body.starts_with('#') || body.starts_with('|') {
+                out.push_str(line);
+                out.push('\n');
+            } else {
+                out.push_str(&self.wrap_lines(line));
+            }
+        }
+        out
+    }
+
     /// The short form of a path: relative to the project (`./runs/x`), or `~/…`.
     pub fn short(&self, path: &str) -> Option<String> {
         if let Some(p) = &self.project {

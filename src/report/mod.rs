@@ -17,6 +17,7 @@ pub mod envreport;
 pub mod escape;
 pub mod findings;
 pub mod fixes;
+pub mod fleet_matrix;
 pub mod github;
 pub mod inventory;
 pub mod json;
