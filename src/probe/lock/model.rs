@@ -55,6 +55,8 @@ pub struct Entry {
     pub source: Src,
     /// A conda package (compared with `conda-meta/`, not with dist-info).
     pub conda: bool,
+    /// A conda package's build string (`py311h64a7726_0`), when the lock pins one.
+    pub build: Option<String>,
     /// Only a constraint (`-c`): it bounds the version if installed, it does not ask for it.
     pub constraint: bool,
 }
