@@ -931,7 +931,8 @@ pub fn all() -> Vec<Target> {
         },
         Target {
             name: "conda-environment",
-            parser: "lock::conda::read_environment + match_spec (YAML, conda match specs, pip section)",
+            parser:
+                "lock::conda::read_environment + match_spec (YAML, conda match specs, pip section)",
             dict: LOCK_DICT,
             mutate: None,
             run: conda_environment,

@@ -41,8 +41,11 @@ fn conda_prefix(m: &Machine, prefix: &str, xy: &str) {
         &format!("{prefix}/bin/python{xy}"),
         &format!("#!/bin/sh\ntouch {}\n", m.path("/executed").display()),
     );
-    std::os::unix::fs::symlink(format!("python{xy}"), m.path(&format!("{prefix}/bin/python")))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        format!("python{xy}"),
+        m.path(&format!("{prefix}/bin/python")),
+    )
+    .unwrap();
     m.write(&format!("{prefix}/lib/python{xy}/os.py"), "");
     m.write(&format!("{prefix}/lib/python{xy}/site-packages/.keep"), "");
 }
@@ -136,11 +139,25 @@ fn pixi_project_synced_is_quiet_and_each_drift_fires() {
     std::fs::remove_file(m.path(&format!("{env}/conda-meta/libffi-3.5.2-h9ec8514_0.json")))
         .unwrap();
     std::fs::remove_file(m.path(&format!("{env}/conda-meta/zstd-1.5.7-hb78ec9c_6.json"))).unwrap();
-    record(&m, env, "https://conda.anaconda.org/conda-forge/linux-64/zstd-1.5.7-h0000000_0.conda");
-    std::fs::remove_file(m.path(&format!("{env}/conda-meta/tk-8.6.13-noxft_ha0e22de_103.json")))
-        .unwrap();
-    record(&m, env, "https://repo.anaconda.com/pkgs/main/linux-64/tk-8.6.13-noxft_ha0e22de_103.conda");
-    record(&m, env, "https://conda.anaconda.org/conda-forge/linux-64/pytorch-2.6.0-cpu_py314_0.conda");
+    record(
+        &m,
+        env,
+        "https://conda.anaconda.org/conda-forge/linux-64/zstd-1.5.7-h0000000_0.conda",
+    );
+    std::fs::remove_file(m.path(&format!(
+        "{env}/conda-meta/tk-8.6.13-noxft_ha0e22de_103.json"
+    )))
+    .unwrap();
+    record(
+        &m,
+        env,
+        "https://repo.anaconda.com/pkgs/main/linux-64/tk-8.6.13-noxft_ha0e22de_103.conda",
+    );
+    record(
+        &m,
+        env,
+        "https://conda.anaconda.org/conda-forge/linux-64/pytorch-2.6.0-cpu_py314_0.conda",
+    );
     let (_, report) = m.check(&["--project", "/proj"]);
     let got = lock_findings(&report);
     let rules: Vec<&str> = got.iter().map(|(r, _)| r.as_str()).collect();
@@ -174,8 +191,8 @@ fn pixi_project_synced_is_quiet_and_each_drift_fires() {
         .any(|f| f["fix"].to_string().contains("pixi install")));
 }
 
-#[test]
-fn conda_lock_in_the_active_env() {
+/// A conda env as `conda-lock install` makes it from the public conda-lock.yml, active.
+fn conda_lock_machine() -> Machine {
     let mut m = Machine::new();
     let text = std::fs::read_to_string(repo("fixtures/locks/conda-lock/conda-lock.yml")).unwrap();
     m.write("/proj/conda-lock.yml", &text);
@@ -209,6 +226,14 @@ fn conda_lock_in_the_active_env() {
     dist_info(&m, &site, "idna", "3.4", "conda");
     m.env("CONDA_PREFIX", prefix);
     m.env("PATH", &format!("{prefix}/bin:/usr/bin:/bin"));
+    m
+}
+
+#[test]
+fn conda_lock_in_the_active_env() {
+    let m = conda_lock_machine();
+    let prefix = "/opt/conda/envs/locked";
+    let site = format!("{prefix}/lib/python3.12/site-packages");
     let (_, report) = m.check(&["--project", "/proj"]);
     assert_eq!(lock_findings(&report), Vec::<(String, String)>::new());
     let l = lock_entry(&report, "conda-lock.yml");
@@ -223,7 +248,11 @@ fn conda_lock_in_the_active_env() {
     let (_, report) = m.check(&["--project", "/proj"]);
     let got = lock_findings(&report);
     let rules: Vec<&str> = got.iter().map(|(r, _)| r.as_str()).collect();
-    assert_eq!(rules, ["lock-package-not-installed", "lock-version-drift"], "{got:#?}");
+    assert_eq!(
+        rules,
+        ["lock-package-not-installed", "lock-version-drift"],
+        "{got:#?}"
+    );
     assert!(got[1].1.contains("urllib3 1.26.20") && got[1].1.contains("conda-lock.yml:"));
 }
 
@@ -258,17 +287,27 @@ fn environment_file_specs_and_its_pip_section() {
     assert_eq!(lock_entry(&report, "environment.yml")["compared"], true);
 
     // numpy 2 from conda, urllib3 1.x from pip: both outside what the file asks for.
-    std::fs::remove_file(m.path(&format!("{prefix}/conda-meta/numpy-1.26.4-py311h64a7726_0.json")))
-        .unwrap();
-    record(&m, prefix, &format!("{forge}/numpy-2.2.3-py311h0000000_0.conda"));
+    std::fs::remove_file(m.path(&format!(
+        "{prefix}/conda-meta/numpy-1.26.4-py311h64a7726_0.json"
+    )))
+    .unwrap();
+    record(
+        &m,
+        prefix,
+        &format!("{forge}/numpy-2.2.3-py311h0000000_0.conda"),
+    );
     std::fs::remove_dir_all(m.path(&format!("{site}/urllib3-2.5.0.dist-info"))).unwrap();
     dist_info(&m, &site, "urllib3", "1.26.20", "pip");
     let (_, report) = m.check(&["--project", "/proj"]);
     let got = lock_findings(&report);
     assert_eq!(got.len(), 2, "{got:#?}");
     assert!(got.iter().all(|(r, _)| r == "lock-version-drift"));
-    assert!(got.iter().any(|(_, m)| m.contains("numpy 2.2.3") && m.contains("environment.yml:7")));
-    assert!(got.iter().any(|(_, m)| m.contains("urllib3 1.26.20") && m.contains("environment.yml:12")));
+    assert!(got
+        .iter()
+        .any(|(_, m)| m.contains("numpy 2.2.3") && m.contains("environment.yml:7")));
+    assert!(got
+        .iter()
+        .any(|(_, m)| m.contains("urllib3 1.26.20") && m.contains("environment.yml:12")));
 }
 
 #[test]
@@ -278,22 +317,34 @@ fn a_lock_is_not_compared_with_an_interpreter_its_tool_does_not_install_into() {
     let m = Machine::new();
     machine::debian_python(m.root(), "3.11", &[("six", "1.15.0")]);
     std::os::unix::fs::symlink("python3.11", m.path("/usr/bin/python3")).unwrap();
-    m.write("/usr/lib/python3.11/EXTERNALLY-MANAGED", "[externally-managed]\n");
+    m.write(
+        "/usr/lib/python3.11/EXTERNALLY-MANAGED",
+        "[externally-managed]\n",
+    );
     m.write(
         "/proj/uv.lock",
         &std::fs::read_to_string(repo("fixtures/locks/uv/uv.lock")).unwrap(),
     );
-    m.write(
-        "/proj/requirements.txt",
-        "six==1.17.0\n",
-    );
+    m.write("/proj/requirements.txt", "six==1.17.0\n");
     let (_, report) = m.check(&["--project", "/proj"]);
     assert_eq!(lock_findings(&report), Vec::<(String, String)>::new());
     let uv = lock_entry(&report, "uv.lock");
     assert_eq!(uv["compared"], false);
-    assert!(uv["not_compared"].as_str().unwrap().contains("not a virtual environment"), "{uv:#}");
+    assert!(
+        uv["not_compared"]
+            .as_str()
+            .unwrap()
+            .contains("not a virtual environment"),
+        "{uv:#}"
+    );
     let req = lock_entry(&report, "requirements.txt");
-    assert!(req["not_compared"].as_str().unwrap().contains("externally managed"), "{req:#}");
+    assert!(
+        req["not_compared"]
+            .as_str()
+            .unwrap()
+            .contains("externally managed"),
+        "{req:#}"
+    );
 
     // The same requirements in a Docker-style image: /usr/local/bin/python, not externally
     // managed, where `pip install -r requirements.txt` installs: compared.
@@ -318,19 +369,129 @@ fn hostile_conda_and_pixi_files_are_named_and_the_rest_is_kept() {
         .map(|e| e["message"].as_str().unwrap())
         .collect();
     assert!(
-        lock_errors.iter().any(|e| e.contains("pixi.lock") && e.contains("not a valid pixi.lock")),
+        lock_errors
+            .iter()
+            .any(|e| e.contains("pixi.lock") && e.contains("not a valid pixi.lock")),
         "{lock_errors:#?}"
     );
     // The other facts are kept: both files recorded with their digests, the interpreter's
     // packages read.
-    assert_eq!(lock_entry(&report, "pixi.lock")["digest"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        lock_entry(&report, "pixi.lock")["digest"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
     assert!(lock_entry(&report, "environment.yml")["digest"].is_string());
-    assert!(report["snapshot"]["pythons"].as_array().unwrap().iter().any(|p| {
-        p["path"] == "/proj/.pixi/envs/default/bin/python" && !p["packages"].as_array().unwrap().is_empty()
-    }));
+    assert!(report["snapshot"]["pythons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| {
+            p["path"] == "/proj/.pixi/envs/default/bin/python"
+                && !p["packages"].as_array().unwrap().is_empty()
+        }));
     // Another schema version is refused by name.
-    m.write("/proj/pixi.lock", "version: 99\nenvironments: {}\npackages: []\n");
+    m.write(
+        "/proj/pixi.lock",
+        "version: 99\nenvironments: {}\npackages: []\n",
+    );
     let (_, report) = m.check(&["--project", "/proj"]);
     let errors = report["snapshot"]["probe_errors"].to_string();
-    assert!(errors.contains("version 99 is not one envdoctor reads"), "{errors}");
+    assert!(
+        errors.contains("version 99 is not one envdoctor reads"),
+        "{errors}"
+    );
+}
+
+/// `envdoctor snapshot --project /proj` of the machine, written to `out` (a host path).
+pub fn snapshot(m: &Machine, out: &std::path::Path) {
+    let mut c = assert_cmd::Command::cargo_bin("envdoctor").unwrap();
+    c.env_clear()
+        .args(["snapshot", "--no-load", "--project", "/proj", "--root"]);
+    c.arg(m.root()).arg("-o").arg(out);
+    for (k, v) in &m.env {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `envdoctor compare LOCK SNAPSHOT --format json`: (exit code, the package changes as
+/// `name a b`).
+pub fn compare(lock: &std::path::Path, snap: &std::path::Path) -> (i32, Vec<String>) {
+    let o = assert_cmd::Command::cargo_bin("envdoctor")
+        .unwrap()
+        .env_clear()
+        .arg("compare")
+        .arg(lock)
+        .arg(snap)
+        .args(["--format", "json", "--no-rules"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let changes = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["section"] == "packages")
+        .map(|c| {
+            let f = c["fact"].as_str().unwrap();
+            let name = f.rsplit_once("packages[").unwrap().1.trim_end_matches(']');
+            format!(
+                "{name} {} {}",
+                c["a"].as_str().unwrap_or("-"),
+                c["b"].as_str().unwrap_or("-")
+            )
+        })
+        .collect();
+    (o.status.code().unwrap(), changes)
+}
+
+#[test]
+fn compare_pixi_lock_and_conda_lock_with_a_snapshot() {
+    let t = tempfile::tempdir().unwrap();
+    let snap = t.path().join("s.json");
+    let m = pixi_project();
+    snapshot(&m, &snap);
+    let lock = m.path("/proj/pixi.lock");
+    assert_eq!(compare(&lock, &snap), (0, vec![]));
+    let site = "/proj/.pixi/envs/default/lib/python3.14/site-packages";
+    std::fs::remove_dir_all(m.path(&format!("{site}/cffi-2.0.0.dist-info"))).unwrap();
+    dist_info(&m, site, "cffi", "1.17.1", "pip");
+    snapshot(&m, &snap);
+    assert_eq!(
+        compare(&lock, &snap),
+        (1, vec!["cffi 2.0.0 1.17.1".to_string()])
+    );
+    // Either order.
+    let (code, changes) = compare(&snap, &lock);
+    assert_eq!((code, changes), (1, vec!["cffi 1.17.1 2.0.0".to_string()]));
+
+    let m = conda_lock_machine();
+    snapshot(&m, &snap);
+    let lock = m.path("/proj/conda-lock.yml");
+    assert_eq!(compare(&lock, &snap), (0, vec![]));
+    let site = "/opt/conda/envs/locked/lib/python3.12/site-packages";
+    std::fs::remove_dir_all(m.path(&format!("{site}/urllib3-2.0.7.dist-info"))).unwrap();
+    dist_info(&m, site, "urllib3", "1.26.20", "pip");
+    snapshot(&m, &snap);
+    assert_eq!(
+        compare(&lock, &snap),
+        (1, vec!["urllib3 2.0.7 1.26.20".to_string()])
+    );
+
+    // environment.yml: what it asks for, against the same environment.
+    m.write(
+        "/proj/environment.yml",
+        "dependencies:\n  - python=3.12\n  - pip:\n    - urllib3>=2\n",
+    );
+    let (code, changes) = compare(&m.path("/proj/environment.yml"), &snap);
+    assert_eq!(code, 1);
+    assert!(
+        changes.contains(&"urllib3 >=2 1.26.20".to_string()),
+        "{changes:?}"
+    );
 }

@@ -42,6 +42,7 @@ mod libs_probe;
 mod loader_ldcache;
 mod loader_resolve;
 mod loader_symver;
+mod lock_compare;
 mod lock_conda;
 mod lock_drift;
 mod mechanism_bench;

@@ -157,7 +157,12 @@ fn atom_matches(atom: &str, version: &str) -> Option<bool> {
         let want: Vec<&str> = base.split('.').collect();
         have.len() >= want.len() && have[..want.len()] == want[..]
     };
-    let parsed = || Some((Version::from_str(version).ok()?, Version::from_str(base).ok()?));
+    let parsed = || {
+        Some((
+            Version::from_str(version).ok()?,
+            Version::from_str(base).ok()?,
+        ))
+    };
     let equal = || match parsed() {
         Some((a, b)) => a == b,
         None => version == base,
@@ -236,7 +241,10 @@ impl<'de> Deserialize<'de> for Dep {
                 let mut out = Dep::Other;
                 while let Some(k) = m.next_key::<String>()? {
                     if k == "pip" {
-                        out = Dep::Pip(m.next_value::<Option<Vec<Spanned<String>>>>()?.unwrap_or_default());
+                        out = Dep::Pip(
+                            m.next_value::<Option<Vec<Spanned<String>>>>()?
+                                .unwrap_or_default(),
+                        );
                     } else {
                         m.next_value::<de::IgnoredAny>()?;
                     }
@@ -299,7 +307,10 @@ pub fn read_environment(
         for mut e in pip.entries {
             if e.file.as_deref().is_none_or(|f| f == path) {
                 e.file = None;
-                e.line = pip_lines.get(e.line.saturating_sub(1)).copied().unwrap_or(0);
+                e.line = pip_lines
+                    .get(e.line.saturating_sub(1))
+                    .copied()
+                    .unwrap_or(0);
             }
             out.entries.push(e);
         }
@@ -451,7 +462,11 @@ mod tests {
         assert_eq!(m("numpy>=1.26,<2").version.as_deref(), Some(">=1.26,<2"));
         let p = m("pytorch::pytorch 2.6.* *cuda*");
         assert_eq!(
-            (p.channel.as_deref(), p.version.as_deref(), p.build.as_deref()),
+            (
+                p.channel.as_deref(),
+                p.version.as_deref(),
+                p.build.as_deref()
+            ),
             (Some("pytorch"), Some("2.6.*"), Some("*cuda*"))
         );
         let b = m("numpy=1.26.4=py311h64a7726_0");
@@ -460,7 +475,10 @@ mod tests {
             (Some("1.26.4"), Some("py311h64a7726_0"))
         );
         assert_eq!(m("numpy==1.26.4").version.as_deref(), Some("==1.26.4"));
-        assert_eq!(m("numpy[version='>=1.26']").version.as_deref(), Some(">=1.26"));
+        assert_eq!(
+            m("numpy[version='>=1.26']").version.as_deref(),
+            Some(">=1.26")
+        );
         assert!(match_spec(">=1").is_err());
         let v = |s: &str, v: &str| version_matches(s, v).unwrap();
         assert!(v("3.11*", "3.11.7") && !v("3.11*", "3.12.0") && !v("3.1*", "3.11.0"));
@@ -524,6 +542,8 @@ mod tests {
         );
         assert!(l.warnings.is_empty(), "{:?}", l.warnings);
         let bad = read_environment("dependencies: {a: [", "/p/e.yml", &t, &mut no_include);
-        assert!(bad.unwrap_err().starts_with("not a valid conda environment file"));
+        assert!(bad
+            .unwrap_err()
+            .starts_with("not a valid conda environment file"));
     }
 }

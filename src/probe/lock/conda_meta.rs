@@ -68,10 +68,9 @@ pub fn records(root: &Root, prefix: &Path) -> (Vec<Record>, Vec<String>) {
                 spent += b.len() as u64;
                 match serde_json::from_slice::<Record>(&b) {
                     Ok(r) => out.push(r),
-                    Err(e) => problems.push(format!(
-                        "{}: not a conda-meta record: {e}",
-                        f.display()
-                    )),
+                    Err(e) => {
+                        problems.push(format!("{}: not a conda-meta record: {e}", f.display()))
+                    }
                 }
             }
             Err(e) => problems.push(e.to_string()),
@@ -84,8 +83,17 @@ pub fn records(root: &Root, prefix: &Path) -> (Vec<Record>, Vec<String>) {
 /// `https://prefix.dev/conda-forge/` or `conda-forge`.
 pub fn channel_name(c: &str) -> &str {
     const SUBDIRS: &[&str] = &[
-        "noarch", "linux-64", "linux-aarch64", "linux-ppc64le", "linux-s390x", "linux-32",
-        "osx-64", "osx-arm64", "win-64", "win-arm64", "win-32",
+        "noarch",
+        "linux-64",
+        "linux-aarch64",
+        "linux-ppc64le",
+        "linux-s390x",
+        "linux-32",
+        "osx-64",
+        "osx-arm64",
+        "win-64",
+        "win-arm64",
+        "win-32",
     ];
     let c = c.trim_end_matches('/');
     let c = match c.rsplit_once('/') {
@@ -133,7 +141,11 @@ pub fn compare(
             python: py.path.clone(),
             kind,
             lock: against.lock.to_string(),
-            pinned_at: Some(format!("{}:{}", e.file.as_deref().unwrap_or(against.lock), e.line)),
+            pinned_at: Some(format!(
+                "{}:{}",
+                e.file.as_deref().unwrap_or(against.lock),
+                e.line
+            )),
             locked: e
                 .version
                 .as_deref()
@@ -206,7 +218,9 @@ fn differs(e: &Entry, r: Option<&Record>) -> Option<DriftKind> {
         }
     }
     match &e.source {
-        Src::Index(Some(c)) if !r.channel.is_empty() && channel_name(c) != channel_name(&r.channel) => {
+        Src::Index(Some(c))
+            if !r.channel.is_empty() && channel_name(c) != channel_name(&r.channel) =>
+        {
             Some(DriftKind::Source)
         }
         _ => None,
@@ -248,11 +262,23 @@ mod tests {
 
     #[test]
     fn channels_and_globs() {
-        assert_eq!(channel_name("https://conda.anaconda.org/conda-forge/linux-64"), "conda-forge");
-        assert_eq!(channel_name("https://conda.anaconda.org/conda-forge/"), "conda-forge");
-        assert_eq!(channel_name("https://prefix.dev/conda-forge/noarch"), "conda-forge");
+        assert_eq!(
+            channel_name("https://conda.anaconda.org/conda-forge/linux-64"),
+            "conda-forge"
+        );
+        assert_eq!(
+            channel_name("https://conda.anaconda.org/conda-forge/"),
+            "conda-forge"
+        );
+        assert_eq!(
+            channel_name("https://prefix.dev/conda-forge/noarch"),
+            "conda-forge"
+        );
         assert_eq!(channel_name("pkgs/main"), "main");
-        assert_eq!(channel_name("https://repo.anaconda.com/pkgs/main/linux-aarch64"), "main");
+        assert_eq!(
+            channel_name("https://repo.anaconda.com/pkgs/main/linux-aarch64"),
+            "main"
+        );
         assert!(glob("*cuda*", "py3.11_cuda12.1_cudnn8_0") && !glob("*cuda*", "py3.11_cpu_0"));
         assert!(glob("py311*", "py311h64a7726_0") && glob("h1_0", "h1_0") && !glob("h1_0", "h1_1"));
     }
@@ -295,7 +321,11 @@ mod tests {
         };
         let mut out = Compared::default();
         compare(&against, &entries, &records, &py, &mut out);
-        let got: Vec<(&str, DriftKind)> = out.drift.iter().map(|d| (d.name.as_str(), d.kind)).collect();
+        let got: Vec<(&str, DriftKind)> = out
+            .drift
+            .iter()
+            .map(|d| (d.name.as_str(), d.kind))
+            .collect();
         assert_eq!(
             got,
             [
@@ -311,11 +341,21 @@ mod tests {
         assert_eq!(t.locked.as_deref(), Some("2.6.0 cuda124_py311_0"));
         assert_eq!(t.installed.as_deref(), Some("2.6.0 cpu_py311_0"));
         assert_eq!(t.family.as_deref(), Some("torch"));
-        assert_eq!(out.drift[2].installed_source.as_deref(), Some("conda channel main"));
+        assert_eq!(
+            out.drift[2].installed_source.as_deref(),
+            Some("conda channel main")
+        );
         // The records as the lock has them: quiet.
         let synced: Vec<Record> = entries
             .iter()
-            .map(|x| rec(&x.name, x.version.as_deref().unwrap(), x.build.as_deref().unwrap(), forge))
+            .map(|x| {
+                rec(
+                    &x.name,
+                    x.version.as_deref().unwrap(),
+                    x.build.as_deref().unwrap(),
+                    forge,
+                )
+            })
             .collect();
         let mut out = Compared::default();
         compare(&against, &entries, &synced, &py, &mut out);

@@ -104,6 +104,28 @@ fn candidates(root: &Root, project: &Path) -> Vec<(PathBuf, LockFormat)> {
     out
 }
 
+/// The format a file is, by its name as [`candidates`] finds it (`None`: not a lock file).
+pub fn format_of(path: &Path) -> Option<LockFormat> {
+    let n = path.file_name()?.to_str()?;
+    Some(match n {
+        "uv.lock" => LockFormat::Uv,
+        "poetry.lock" => LockFormat::Poetry,
+        "pdm.lock" => LockFormat::Pdm,
+        "Pipfile.lock" => LockFormat::Pipfile,
+        "pixi.lock" => LockFormat::Pixi,
+        "conda-lock.yml" => LockFormat::CondaLock,
+        "environment.yml" | "environment.yaml" => LockFormat::CondaEnvironment,
+        _ if n.starts_with("pylock.") && n.ends_with(".toml") => LockFormat::Pylock,
+        _ if n.ends_with(".txt") => LockFormat::Requirements,
+        _ => return None,
+    })
+}
+
+/// The sync command of a lock file (for `compare LOCK SNAPSHOT`).
+pub fn sync_command_of(format: LockFormat, path: &Path, text: &str) -> String {
+    sync_command(format, path, text)
+}
+
 /// Why `format`'s tool would not install into `py` (`None`: it would, compare them).
 pub fn installs_into(root: &Root, format: LockFormat, py: &Python) -> Option<String> {
     use crate::snapshot::python::{PythonKind, SourceKind};
@@ -183,14 +205,26 @@ pub fn survey(
                 lock.not_compared = Some(why);
             } else {
                 let target = Target::linux(py.version.as_deref(), machine);
-                match read(root, &path, format, &text, &target, pyproject.as_deref(), py) {
+                match read(
+                    root,
+                    &path,
+                    format,
+                    &text,
+                    &target,
+                    pyproject.as_deref(),
+                    py,
+                ) {
                     Ok(locked) => {
                         compared = true;
                         for w in &locked.warnings {
                             errors.push(ProbeError::at(PROBE, &path, w.clone()));
                         }
                         let (c, problems) = compare(root, &mut lock, format, &locked, py);
-                        errors.extend(problems.into_iter().map(|p| ProbeError::at(PROBE, &path, p)));
+                        errors.extend(
+                            problems
+                                .into_iter()
+                                .map(|p| ProbeError::at(PROBE, &path, p)),
+                        );
                         lock.stale = staleness(&locked, pyproject.as_deref(), &target);
                         drift.extend(c.drift);
                     }
@@ -226,7 +260,8 @@ fn compare(
     }
     if format == LockFormat::CondaEnvironment {
         // It names what the user asked for, not everything installed.
-        c.drift.retain(|d| d.kind != crate::snapshot::lock::DriftKind::Unlocked);
+        c.drift
+            .retain(|d| d.kind != crate::snapshot::lock::DriftKind::Unlocked);
         c.unlocked.clear();
     }
     c.unlocked.sort();
@@ -234,7 +269,12 @@ fn compare(
     lock.python = Some(py.path.clone());
     lock.packages = locked.entries.len();
     lock.unlocked_count = c.unlocked.len();
-    lock.unlocked_first = c.unlocked.iter().take(drift::UNLOCKED_NAMED).cloned().collect();
+    lock.unlocked_first = c
+        .unlocked
+        .iter()
+        .take(drift::UNLOCKED_NAMED)
+        .cloned()
+        .collect();
     (c, problems)
 }
 
@@ -249,7 +289,7 @@ fn staleness(locked: &Locked, pyproject: Option<&str>, target: &Target) -> Vec<S
 }
 
 /// Read one lock for `target` with the selection the project's `pyproject.toml` makes.
-fn read(
+pub fn read(
     root: &Root,
     path: &Path,
     format: LockFormat,

@@ -114,8 +114,10 @@ pub fn read(text: &str, target: &Target, environment: &str) -> Result<Locked, St
             (None, None) => continue,
         };
         let Some(p) = by_key.get(&key) else {
-            out.warnings
-                .push(format!("`{}` is listed but has no entry in `packages`", key.1));
+            out.warnings.push(format!(
+                "`{}` is listed but has no entry in `packages`",
+                key.1
+            ));
             continue;
         };
         match entry(key, p, index) {
@@ -162,9 +164,7 @@ fn entry((conda, url): (bool, &str), p: &Spanned<Package>, index: Option<&str>) 
         },
         version: Some(version),
         build: if conda {
-            v.build
-                .clone()
-                .or_else(|| from_file.map(|f| f.2))
+            v.build.clone().or_else(|| from_file.map(|f| f.2))
         } else {
             None
         },
@@ -193,21 +193,33 @@ mod tests {
             .filter(|e| !e.conda)
             .map(|e| format!("{} {}", e.name, e.version.as_deref().unwrap_or("")))
             .collect();
-        assert_eq!(pypi, ["cffi 2.0.0", "cryptography 46.0.3", "pycparser 2.23"]);
+        assert_eq!(
+            pypi,
+            ["cffi 2.0.0", "cryptography 46.0.3", "pycparser 2.23"]
+        );
         let py = l.entries.iter().find(|e| e.name == "python").unwrap();
         assert_eq!(
             (py.version.as_deref(), py.build.as_deref()),
             (Some("3.14.2"), Some("h32b2ec7_100_cp314"))
         );
-        assert!(V6.lines().nth(py.line - 1).unwrap().contains("python-3.14.2-"));
+        assert!(V6
+            .lines()
+            .nth(py.line - 1)
+            .unwrap()
+            .contains("python-3.14.2-"));
         let cffi = l.entries.iter().find(|e| e.name == "cffi").unwrap();
         assert_eq!(V6.lines().nth(cffi.line - 1), Some("  version: 2.0.0"));
-        assert_eq!(cffi.source, Src::Index(Some("https://pypi.org/simple".into())));
+        assert_eq!(
+            cffi.source,
+            Src::Index(Some("https://pypi.org/simple".into()))
+        );
         assert_eq!(l.entries.iter().filter(|e| e.conda).count(), 24);
         // Another platform is not locked here; another environment is not in the file.
         let arm = read(V6, &Target::linux(Some("3.14.2"), "aarch64"), "default").unwrap();
         assert!(arm.entries.is_empty() && arm.warnings[0].contains("linux-aarch64"));
-        assert!(read(V6, &t, "cuda").unwrap_err().contains("no environment `cuda`"));
+        assert!(read(V6, &t, "cuda")
+            .unwrap_err()
+            .contains("no environment `cuda`"));
     }
 
     #[test]
@@ -215,10 +227,20 @@ mod tests {
         let t = Target::linux(Some("3.12.2"), "x86_64");
         let l = read(V7, &t, "default").unwrap();
         let names: Vec<&str> = l.entries.iter().map(|e| e.name.as_str()).collect();
-        assert!(names.contains(&"flask") && names.contains(&"libgcc-ng"), "{names:?}");
-        assert!(!names.contains(&"colorama"), "colorama is win-64 only: {names:?}");
-        assert!(read("version: 8\n", &t, "default").unwrap_err().contains("version 8"));
-        assert!(read("version: [", &t, "default").unwrap_err().contains("pixi.lock"));
+        assert!(
+            names.contains(&"flask") && names.contains(&"libgcc-ng"),
+            "{names:?}"
+        );
+        assert!(
+            !names.contains(&"colorama"),
+            "colorama is win-64 only: {names:?}"
+        );
+        assert!(read("version: 8\n", &t, "default")
+            .unwrap_err()
+            .contains("version 8"));
+        assert!(read("version: [", &t, "default")
+            .unwrap_err()
+            .contains("pixi.lock"));
         assert_eq!(environment_of(Some("/p/.pixi/envs/cuda")), "cuda");
         assert_eq!(environment_of(Some("/opt/conda")), "default");
     }
