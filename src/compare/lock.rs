@@ -21,7 +21,7 @@ const SEEDED: &[&str] = &["pip", "setuptools", "wheel", "distribute"];
 
 /// Whether `path` names a lock file (by its file name).
 pub fn is_lock(path: &Path) -> bool {
-    lock::format_of(path).is_some() && !path.extension().is_some_and(|e| e == "json")
+    lock::format_of(path).is_some() && path.extension().is_none_or(|e| e != "json")
 }
 
 /// The snapshot as the lock `path` would have it: the job interpreter's packages replaced.

@@ -372,7 +372,7 @@ mod tests {
             ..against
         };
         let mut out = Compared::default();
-        compare(&env, &[spec.clone()], &records, &py, &mut out);
+        compare(&env, std::slice::from_ref(&spec), &records, &py, &mut out);
         assert!(out.drift.is_empty() && out.unlocked.is_empty(), "{out:?}");
         let old = Entry {
             spec: Some("2.*".into()),

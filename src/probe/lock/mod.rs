@@ -396,3 +396,96 @@ fn digest(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+#[cfg(test)]
+mod bench {
+    //! The target: a 500-package `uv.lock` or `pylock.toml` parsed and compared in
+    //! under 20 ms. `cargo test --release --lib probe::lock::bench -- --ignored --nocapture`
+    //! (bench/lock_parse.sh); each lock is shaped as uv writes it: every package with a
+    //! marker-carrying dependency edge from the project, a wheel and an sdist with hashes.
+    use super::*;
+    use crate::snapshot::python::{Package, SysPathEntry, SysPathOrigin};
+    use std::fmt::Write;
+
+    fn uv_lock(n: usize) -> String {
+        let mut s = String::from("version = 1\nrevision = 3\nrequires-python = \">=3.9\"\n\n[[package]]\nname = \"demo\"\nversion = \"0.1.0\"\nsource = { editable = \".\" }\ndependencies = [\n");
+        for i in 0..n {
+            let _ = writeln!(
+                s,
+                "    {{ name = \"pkg-{i}\", marker = \"python_full_version >= '3.9'\" }},"
+            );
+        }
+        s.push_str("]\n");
+        for i in 0..n {
+            let _ = write!(s, "\n[[package]]\nname = \"pkg-{i}\"\nversion = \"1.{i}.0\"\nsource = {{ registry = \"https://pypi.org/simple\" }}\nsdist = {{ url = \"https://files.pythonhosted.org/packages/aa/bb/pkg_{i}-1.{i}.0.tar.gz\", hash = \"sha256:{:064x}\", size = 12345, upload-time = \"2025-01-01T00:00:00Z\" }}\nwheels = [\n    {{ url = \"https://files.pythonhosted.org/packages/cc/dd/pkg_{i}-1.{i}.0-py3-none-any.whl\", hash = \"sha256:{:064x}\", size = 2345, upload-time = \"2025-01-01T00:00:00Z\" }},\n]\n", i, i + 1);
+        }
+        s
+    }
+
+    fn pylock(n: usize) -> String {
+        let mut s = String::from(
+            "lock-version = \"1.0\"\nrequires-python = \">=3.9\"\ncreated-by = \"uv\"\n",
+        );
+        for i in 0..n {
+            let _ = write!(s, "\n[[packages]]\nname = \"pkg-{i}\"\nversion = \"1.{i}.0\"\nmarker = \"python_full_version >= '3.9'\"\nindex = \"https://pypi.org/simple\"\nwheels = [{{ url = \"https://files.pythonhosted.org/packages/cc/dd/pkg_{i}-1.{i}.0-py3-none-any.whl\", upload-time = 2025-01-01T00:00:00Z, size = 2345, hashes = {{ sha256 = \"{:064x}\" }} }}]\n", i);
+        }
+        s
+    }
+
+    #[test]
+    #[ignore = "a benchmark: run with --ignored --nocapture"]
+    fn parse_and_compare_500_packages() {
+        let n = 500;
+        let site = "/p/.venv/lib/python3.11/site-packages";
+        let py = Python {
+            path: "/p/.venv/bin/python".into(),
+            version: Some("3.11.9".into()),
+            sys_path: vec![SysPathEntry {
+                path: site.into(),
+                origin: SysPathOrigin::Site,
+                exists: true,
+            }],
+            packages: (0..n)
+                .map(|i| Package {
+                    name: format!("pkg-{i}"),
+                    version: format!("1.{i}.0"),
+                    location: site.into(),
+                    metadata: format!("{site}/pkg_{i}-1.{i}.0.dist-info"),
+                    ..Package::default()
+                })
+                .collect(),
+            ..Python::default()
+        };
+        let root = Root::new(tempfile::tempdir().unwrap().path());
+        let target = Target::linux(Some("3.11.9"), "x86_64");
+        for (name, format, text) in [
+            ("uv.lock", LockFormat::Uv, uv_lock(n)),
+            ("pylock.toml", LockFormat::Pylock, pylock(n)),
+        ] {
+            let path = Path::new("/p").join(name);
+            let mut times = Vec::new();
+            for _ in 0..21 {
+                let t = std::time::Instant::now();
+                let locked = read(&root, &path, format, &text, &target, None, &py).unwrap();
+                let c = drift::compare(&root, name, "uv sync", &locked.entries, &py);
+                times.push(t.elapsed());
+                assert_eq!(
+                    locked.entries.len(),
+                    n + usize::from(format == LockFormat::Uv)
+                );
+                assert!(
+                    c.drift.iter().all(|d| d.name == "demo"),
+                    "{:?}",
+                    c.drift.first()
+                );
+            }
+            times.sort();
+            println!(
+                "{name}: {n} packages, {} KiB: parse+compare median {:.2} ms, max {:.2} ms",
+                text.len() / 1024,
+                times[10].as_secs_f64() * 1e3,
+                times[20].as_secs_f64() * 1e3
+            );
+        }
+    }
+}
