@@ -360,16 +360,29 @@ mod tests {
         let mut out = Compared::default();
         compare(&against, &entries, &synced, &py, &mut out);
         assert!(out.drift.is_empty() && out.unlocked.is_empty(), "{out:?}");
-        // An environment file's specs are met by any matching record, and it counts nothing else.
+    }
+
+    #[test]
+    fn an_environment_files_specs_are_met_by_any_matching_record() {
+        let py = Python {
+            path: "/opt/conda/envs/ml/bin/python".into(),
+            ..Python::default()
+        };
+        let forge = "https://conda.anaconda.org/conda-forge/linux-64";
+        let records = vec![
+            rec("numpy", "1.26.3", "py311h64a7726_0", forge),
+            rec("zlib", "1.3.1", "0", forge),
+        ];
+        let env = Against {
+            lock: "/p/environment.yml",
+            sync: "conda env update --file environment.yml --prune",
+            count_unlocked: false,
+        };
         let spec = Entry {
             name: "numpy".into(),
             spec: Some(">=1.26,<2".into()),
             conda: true,
             ..Entry::default()
-        };
-        let env = Against {
-            count_unlocked: false,
-            ..against
         };
         let mut out = Compared::default();
         compare(&env, std::slice::from_ref(&spec), &records, &py, &mut out);
