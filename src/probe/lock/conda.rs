@@ -201,8 +201,8 @@ fn prefix_of_compatible(base: &str, version: &str) -> bool {
 enum Dep {
     /// A conda match spec.
     Spec(String),
-    /// The `pip:` list.
-    Pip(Vec<Spanned<String>>),
+    /// The `pip:` list (an item that is not a string is left out, as a line pip cannot read).
+    Pip(Vec<Spanned<MaybeStr>>),
     /// Anything else (ignored, as conda does for keys it does not know).
     Other,
 }
@@ -242,7 +242,7 @@ impl<'de> Deserialize<'de> for Dep {
                 while let Some(k) = m.next_key::<String>()? {
                     if k == "pip" {
                         out = Dep::Pip(
-                            m.next_value::<Option<Vec<Spanned<String>>>>()?
+                            m.next_value::<Option<Vec<Spanned<MaybeStr>>>>()?
                                 .unwrap_or_default(),
                         );
                     } else {
@@ -253,6 +253,18 @@ impl<'de> Deserialize<'de> for Dep {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// A string, or `None` for a value of another shape.
+struct MaybeStr(Option<String>);
+
+impl<'de> Deserialize<'de> for MaybeStr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<MaybeStr, D::Error> {
+        Ok(MaybeStr(match Dep::deserialize(d)? {
+            Dep::Spec(s) => Some(s),
+            _ => None,
+        }))
     }
 }
 
@@ -292,10 +304,14 @@ pub fn read_environment(
             },
             Dep::Pip(items) => {
                 for item in items {
+                    let line = item.referenced.line();
+                    let Some(value) = item.value.0 else {
+                        continue;
+                    };
                     // One requirements line per item: a continuation could not join two.
-                    pip_text.push_str(item.value.replace(['\n', '\r'], " ").trim_end_matches('\\'));
+                    pip_text.push_str(value.replace(['\n', '\r'], " ").trim_end_matches('\\'));
                     pip_text.push('\n');
-                    pip_lines.push(item.referenced.line() as usize);
+                    pip_lines.push(line as usize);
                 }
             }
             Dep::Other => {}
