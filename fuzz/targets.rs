@@ -74,6 +74,40 @@ fn requirements_txt(_: &mut Scratch, b: &[u8]) {
     }
 }
 
+fn conda_environment(_: &mut Scratch, b: &[u8]) {
+    let t = text(b);
+    let mut include = |_: &str, _: &str| -> Result<(String, String), String> {
+        Err("no includes in the fuzzer".into())
+    };
+    for target in lock_targets() {
+        let _ = envdoctor::probe::lock::conda::read_environment(
+            &t,
+            "/p/environment.yml",
+            &target,
+            &mut include,
+        );
+    }
+    for line in t.lines().take(64) {
+        if let Ok(m) = envdoctor::probe::lock::conda::match_spec(line) {
+            if let Some(v) = m.version {
+                let _ = envdoctor::probe::lock::conda::version_matches(&v, "1.26.4");
+            }
+        }
+    }
+}
+
+fn conda_lock(_: &mut Scratch, b: &[u8]) {
+    for t in lock_targets() {
+        let _ = envdoctor::probe::lock::conda::read_conda_lock(&text(b), &t);
+    }
+}
+
+fn pixi_lock(_: &mut Scratch, b: &[u8]) {
+    for t in lock_targets() {
+        let _ = envdoctor::probe::lock::pixi::read(&text(b), &t, "default");
+    }
+}
+
 fn metadata(_: &mut Scratch, b: &[u8]) {
     let h = dist_info::parse_headers(b);
     let mut pkg = envdoctor::snapshot::python::Package::default();
@@ -593,6 +627,14 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             10,
             1 << 20,
         ),
+        "conda-environment" => files(
+            &[repo("fixtures/locks")],
+            &|n| n == "environment.yml",
+            10,
+            1 << 20,
+        ),
+        "conda-lock" => files(&[repo("fixtures/locks")], &|n| n == "conda-lock.yml", 10, 1 << 20),
+        "pixi-lock" => files(&[repo("fixtures/locks")], &|n| n == "pixi.lock", 10, 1 << 20),
         "record" => files(&python_dirs(), &|n| n == "RECORD", 100, 16 << 10),
         "pth" => files(&python_dirs(), &|n| n.ends_with(".pth"), 100, 1 << 16),
         "pyvenv-cfg" => files(&python_dirs(), &|n| n == "pyvenv.cfg", 100, 1 << 16),
@@ -737,6 +779,13 @@ const LOCK_DICT: &[&[u8]] = &[
     b"-e ./x#egg=x\n",
     b" --hash=sha256:00\n",
     b"\\\n",
+    b"dependencies:\n  - pip:\n    - -r r.txt\n",
+    b"- conda: https://conda.anaconda.org/conda-forge/linux-64/x-1-0.conda\n",
+    b"- pypi: ./x\n",
+    b"  platform: linux-64\n  manager: pip\n",
+    b"version: 6\n",
+    b"&a [*a, *a, *a]\n",
+    b"numpy[version='>=1',build=*]\n",
     b"; extra == 'a'",
     b"==1.0+cu124",
 ];
@@ -893,6 +942,28 @@ pub fn all() -> Vec<Target> {
             dict: LOCK_DICT,
             mutate: None,
             run: requirements_txt,
+        },
+        Target {
+            name: "conda-environment",
+            parser:
+                "lock::conda::read_environment + match_spec (YAML, conda match specs, pip section)",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: conda_environment,
+        },
+        Target {
+            name: "conda-lock",
+            parser: "lock::conda::read_conda_lock (YAML)",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: conda_lock,
+        },
+        Target {
+            name: "pixi-lock",
+            parser: "lock::pixi::read (YAML, v4-v7)",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: pixi_lock,
         },
         Target {
             name: "requires-txt",

@@ -44,6 +44,8 @@ mod libs_probe;
 mod loader_ldcache;
 mod loader_resolve;
 mod loader_symver;
+mod lock_compare;
+mod lock_conda;
 mod lock_drift;
 mod measure_bench;
 mod mechanism_bench;

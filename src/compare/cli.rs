@@ -11,7 +11,9 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// Snapshot files (JSON from `envdoctor snapshot`): two for A against B, three or more for a
-    /// fleet.
+    /// fleet. One of two may be a lock file (`uv.lock`, `pylock.toml`, `poetry.lock`,
+    /// `pdm.lock`, `Pipfile.lock`, `requirements*.txt`, `pixi.lock`, `conda-lock.yml`,
+    /// `environment.yml`): the snapshot's job interpreter is compared with what it locks.
     #[arg(value_name = "SNAPSHOT", num_args = 2.., required = true)]
     pub files: Vec<PathBuf>,
     /// Output format.
@@ -88,6 +90,32 @@ fn all_verdicts(
         .collect())
 }
 
+/// The snapshots to compare: the files, or for `LOCK SNAPSHOT` (either order) the snapshot as
+/// the lock would have it and the snapshot.
+fn load_inputs(files: &[PathBuf]) -> Result<Vec<(String, crate::Snapshot)>, Error> {
+    let locks: Vec<bool> = files.iter().map(|f| super::lock::is_lock(f)).collect();
+    match (files.len(), locks.iter().filter(|l| **l).count()) {
+        (_, 0) => load_all(files),
+        (2, 1) => {
+            let (li, si) = if locks[0] { (0, 1) } else { (1, 0) };
+            let snap = super::load(&files[si])?;
+            let locked = super::lock::as_locked(&files[li], &snap)?;
+            let mut out = vec![
+                (files[si].display().to_string(), snap),
+                (files[li].display().to_string(), locked),
+            ];
+            if li == 0 {
+                out.reverse();
+            }
+            Ok(out)
+        }
+        _ => Err(Error::input(
+            "compare",
+            "a lock file is compared with one snapshot: `envdoctor compare LOCK SNAPSHOT`",
+        )),
+    }
+}
+
 /// Run `envdoctor compare`; returns 0 (no drift) or 1 (drift). `-q`/`-v` (global) set how
 /// much of the text is printed.
 pub fn run(
@@ -97,7 +125,7 @@ pub fn run(
     // The rule pack compiles while the snapshots are read.
     let (snaps, rules) = std::thread::scope(|scope| {
         let rules = (!args.no_rules).then(|| scope.spawn(|| RuleSet::shipped_with(&args.rules)));
-        let snaps = load_all(&args.files);
+        let snaps = load_inputs(&args.files);
         let rules = rules.map(|h| {
             h.join()
                 .unwrap_or_else(|_| Err(Error::other("loading the rules failed unexpectedly")))

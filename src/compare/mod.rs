@@ -22,6 +22,7 @@
 pub mod cli;
 pub mod facts;
 pub mod fleet;
+pub mod lock;
 pub mod matching;
 pub mod packages;
 

@@ -27,6 +27,10 @@ pub struct LockFile {
     /// managing tool's lock before exported requirements).
     #[serde(default)]
     pub compared: bool,
+    /// Why the job's interpreter was not compared with it: its tool would not install into
+    /// that interpreter (`uv sync` into a system Python, conda into a venv).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_compared: Option<String>,
     /// The interpreter it was compared with (`pythons[].path`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<String>,

@@ -64,6 +64,8 @@ pub fn compare(root: &Root, lock: &str, sync: &str, entries: &[Entry], py: &Pyth
         if !own.contains(p.location.as_str())
             || locked.contains(p.name.as_str())
             || SEEDED.contains(&p.name.as_str())
+            // conda's own (compared through conda-meta/ when the lock has conda packages).
+            || p.installer.as_deref() == Some("conda")
             || !seen.insert(p.name.as_str())
         {
             continue;

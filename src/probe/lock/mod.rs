@@ -4,14 +4,26 @@
 //! One reader per format ([`uv`], [`pylock`], [`poetry`], [`pdm`], [`pipfile`],
 //! [`requirements`], [`conda`] for `environment.yml` and `conda-lock.yml`, [`pixi`]), each
 //! producing [`model::Entry`]s for one interpreter ([`model::Target`]: markers evaluated for its
-//! Python version and platform); [`drift`] compares them with what is installed; [`stale`]
-//! compares a lock with `pyproject.toml`. Stage 2: it reads the interpreters the python probe
-//! found. Nothing named in a project file is executed.
+//! Python version and platform); [`drift`] compares them with what is installed (PyPI
+//! packages with dist-info, conda packages with `conda-meta/` through [`conda_meta`]);
+//! [`stale`] compares a lock with `pyproject.toml`. Stage 2: it reads the interpreters the
+//! python probe found. Nothing named in a project file is executed.
+//!
+//! A lock is compared with the job's interpreter only where its tool would install into it
+//! ([`installs_into`]): `uv sync` into a venv (or `$UV_PROJECT_ENVIRONMENT`); Poetry, PDM,
+//! Pipenv, pip and `uv pip` into a venv, a conda env, or an interpreter that is not externally
+//! managed (PEP 668: a Docker image's `/usr/local/bin/python` with `virtualenvs.create false`,
+//! `pipenv --system`, `pip install -r`); `pixi install` into `.pixi/envs/<env>`; conda into a
+//! conda env. Otherwise the lock is recorded with the reason (`not_compared`) and the next
+//! lock of the project is tried.
 
+pub mod conda;
+pub mod conda_meta;
 pub mod drift;
 pub mod model;
 pub mod pdm;
 pub mod pipfile;
+pub mod pixi;
 pub mod poetry;
 pub mod pylock;
 pub mod requirements;
@@ -92,12 +104,65 @@ fn candidates(root: &Root, project: &Path) -> Vec<(PathBuf, LockFormat)> {
     out
 }
 
-/// The formats this envdoctor compares with (the others are recorded with their digest).
-fn readable(f: LockFormat) -> bool {
-    !matches!(
-        f,
-        LockFormat::CondaEnvironment | LockFormat::CondaLock | LockFormat::Pixi
-    )
+/// The format a file is, by its name as [`candidates`] finds it (`None`: not a lock file).
+pub fn format_of(path: &Path) -> Option<LockFormat> {
+    let n = path.file_name()?.to_str()?;
+    Some(match n {
+        "uv.lock" => LockFormat::Uv,
+        "poetry.lock" => LockFormat::Poetry,
+        "pdm.lock" => LockFormat::Pdm,
+        "Pipfile.lock" => LockFormat::Pipfile,
+        "pixi.lock" => LockFormat::Pixi,
+        "conda-lock.yml" => LockFormat::CondaLock,
+        "environment.yml" | "environment.yaml" => LockFormat::CondaEnvironment,
+        _ if n.starts_with("pylock.") && n.ends_with(".toml") => LockFormat::Pylock,
+        _ if n.ends_with(".txt") => LockFormat::Requirements,
+        _ => return None,
+    })
+}
+
+/// The sync command of a lock file (for `compare LOCK SNAPSHOT`).
+pub fn sync_command_of(format: LockFormat, path: &Path, text: &str) -> String {
+    sync_command(format, path, text)
+}
+
+/// Why `format`'s tool would not install into `py` (`None`: it would, compare them).
+pub fn installs_into(root: &Root, format: LockFormat, py: &Python) -> Option<String> {
+    use crate::snapshot::python::{PythonKind, SourceKind};
+    let shown = &py.path;
+    let conda = conda_meta::prefix(root, py).is_some();
+    match format {
+        LockFormat::Uv => {
+            let named = py.sources.iter().any(|s| {
+                s.kind == SourceKind::ProjectVenv && s.detail.contains("UV_PROJECT_ENVIRONMENT")
+            });
+            (py.kind != PythonKind::Venv && !named).then(|| {
+                format!("{shown} is not a virtual environment: `uv sync` installs into the project's .venv (or $UV_PROJECT_ENVIRONMENT)")
+            })
+        }
+        LockFormat::Pixi => {
+            let prefix = py.prefix.as_deref().unwrap_or("");
+            (!prefix.trim_end_matches('/').rsplit_once('/').is_some_and(|(d, _)| d.ends_with(".pixi/envs")))
+                .then(|| format!("{shown} is not a pixi environment: `pixi install` installs into the project's .pixi/envs/"))
+        }
+        LockFormat::CondaEnvironment | LockFormat::CondaLock => (!conda)
+            .then(|| format!("{shown} is not a conda environment (no conda-meta/): conda installs into one")),
+        _ if py.kind == PythonKind::Venv || conda => None,
+        _ => externally_managed(root, py).map(|m| {
+            format!("{shown} is externally managed ({m}, PEP 668): pip and the lock tools install into a virtual environment, not into it")
+        }),
+    }
+}
+
+/// The `EXTERNALLY-MANAGED` marker of `py`'s standard library, when it has one.
+fn externally_managed(root: &Root, py: &Python) -> Option<String> {
+    use crate::snapshot::python::SysPathOrigin;
+    py.sys_path
+        .iter()
+        .filter(|s| s.origin == SysPathOrigin::Stdlib)
+        .map(|s| Path::new(&s.path).join("EXTERNALLY-MANAGED"))
+        .find(|m| root.is_file(m))
+        .map(|m| m.display().to_string())
 }
 
 /// Every lock file of `project`, the chosen one compared with the job's interpreter.
@@ -135,30 +200,82 @@ pub fn survey(
             sync_command: sync_command(format, &path, &text),
             ..LockFile::default()
         };
-        if let (false, Some(py), true) = (compared, job, readable(format)) {
-            let target = Target::linux(py.version.as_deref(), machine);
-            match read(root, &path, format, &text, &target, pyproject.as_deref()) {
-                Ok(locked) => {
-                    compared = true;
-                    for w in &locked.warnings {
-                        errors.push(ProbeError::at(PROBE, &path, w.clone()));
+        if let (false, Some(py)) = (compared, job) {
+            if let Some(why) = installs_into(root, format, py) {
+                lock.not_compared = Some(why);
+            } else {
+                let target = Target::linux(py.version.as_deref(), machine);
+                match read(
+                    root,
+                    &path,
+                    format,
+                    &text,
+                    &target,
+                    pyproject.as_deref(),
+                    py,
+                ) {
+                    Ok(locked) => {
+                        compared = true;
+                        for w in &locked.warnings {
+                            errors.push(ProbeError::at(PROBE, &path, w.clone()));
+                        }
+                        let (c, problems) = compare(root, &mut lock, format, &locked, py);
+                        errors.extend(
+                            problems
+                                .into_iter()
+                                .map(|p| ProbeError::at(PROBE, &path, p)),
+                        );
+                        lock.stale = staleness(&locked, pyproject.as_deref(), &target);
+                        drift.extend(c.drift);
                     }
-                    let c = drift::compare(root, &shown, &lock.sync_command, &locked.entries, py);
-                    lock.compared = true;
-                    lock.python = Some(py.path.clone());
-                    lock.packages = locked.entries.len();
-                    lock.unlocked_count = c.unlocked.len();
-                    lock.unlocked_first =
-                        c.unlocked.into_iter().take(drift::UNLOCKED_NAMED).collect();
-                    lock.stale = staleness(&locked, pyproject.as_deref(), &target);
-                    drift.extend(c.drift);
+                    Err(e) => errors.push(ProbeError::at(PROBE, &path, e)),
                 }
-                Err(e) => errors.push(ProbeError::at(PROBE, &path, e)),
             }
         }
         locks.push(lock);
     }
     (locks, drift, errors)
+}
+
+/// `locked` against `py`: PyPI entries with its dist-info, conda ones with its `conda-meta/`;
+/// the counts go into `lock`. Also the records that could not be read.
+fn compare(
+    root: &Root,
+    lock: &mut LockFile,
+    format: LockFormat,
+    locked: &Locked,
+    py: &Python,
+) -> (drift::Compared, Vec<String>) {
+    let mut c = drift::compare(root, &lock.path, &lock.sync_command, &locked.entries, py);
+    let mut problems = Vec::new();
+    if let Some(prefix) = conda_meta::prefix(root, py) {
+        let (records, p) = conda_meta::records(root, &prefix);
+        problems = p;
+        let against = conda_meta::Against {
+            lock: &lock.path,
+            sync: &lock.sync_command,
+            count_unlocked: format != LockFormat::CondaEnvironment,
+        };
+        conda_meta::compare(&against, &locked.entries, &records, py, &mut c);
+    }
+    if format == LockFormat::CondaEnvironment {
+        // It names what the user asked for, not everything installed.
+        c.drift
+            .retain(|d| d.kind != crate::snapshot::lock::DriftKind::Unlocked);
+        c.unlocked.clear();
+    }
+    c.unlocked.sort();
+    lock.compared = true;
+    lock.python = Some(py.path.clone());
+    lock.packages = locked.entries.len();
+    lock.unlocked_count = c.unlocked.len();
+    lock.unlocked_first = c
+        .unlocked
+        .iter()
+        .take(drift::UNLOCKED_NAMED)
+        .cloned()
+        .collect();
+    (c, problems)
 }
 
 fn staleness(locked: &Locked, pyproject: Option<&str>, target: &Target) -> Vec<String> {
@@ -172,13 +289,14 @@ fn staleness(locked: &Locked, pyproject: Option<&str>, target: &Target) -> Vec<S
 }
 
 /// Read one lock for `target` with the selection the project's `pyproject.toml` makes.
-fn read(
+pub fn read(
     root: &Root,
     path: &Path,
     format: LockFormat,
     text: &str,
     target: &Target,
     pyproject: Option<&str>,
+    py: &Python,
 ) -> Result<Locked, String> {
     let doc: Option<toml::Table> = pyproject.and_then(|t| toml::from_str(t).ok());
     let get = |keys: &[&str]| -> Option<toml::Value> {
@@ -216,24 +334,35 @@ fn read(
         LockFormat::Pdm => pdm::read(text, target, false),
         LockFormat::Pipfile => pipfile::read(text, target, false),
         LockFormat::Pylock => pylock::read(text, target),
-        LockFormat::Requirements => {
-            let shown = path.display().to_string();
-            let mut include = |name: &str, from: &str| -> Result<(String, String), String> {
-                let dir = Path::new(from).parent().unwrap_or(Path::new("/"));
-                let p = crate::root::lexical_normalize(&dir.join(name));
-                let b = root
-                    .read_limited(&p, MAX_LOCK_BYTES)
-                    .map_err(|e| e.to_string())?;
-                Ok((
-                    p.display().to_string(),
-                    String::from_utf8_lossy(&b).into_owned(),
-                ))
-            };
-            Ok(requirements::read(text, &shown, target, &mut include))
-        }
-        LockFormat::CondaEnvironment | LockFormat::CondaLock | LockFormat::Pixi => {
-            Err("this format is recorded, not compared, by this envdoctor".into())
-        }
+        LockFormat::Requirements => Ok(requirements::read(
+            text,
+            &path.display().to_string(),
+            target,
+            &mut includer(root),
+        )),
+        LockFormat::CondaEnvironment => conda::read_environment(
+            text,
+            &path.display().to_string(),
+            target,
+            &mut includer(root),
+        ),
+        LockFormat::CondaLock => conda::read_conda_lock(text, target),
+        LockFormat::Pixi => pixi::read(text, target, &pixi::environment_of(py.prefix.as_deref())),
+    }
+}
+
+/// Reads a `-r`/`-c` include relative to the file that names it.
+fn includer(root: &Root) -> impl FnMut(&str, &str) -> Result<(String, String), String> + '_ {
+    move |name: &str, from: &str| {
+        let dir = Path::new(from).parent().unwrap_or(Path::new("/"));
+        let p = crate::root::lexical_normalize(&dir.join(name));
+        let b = root
+            .read_limited(&p, MAX_LOCK_BYTES)
+            .map_err(|e| e.to_string())?;
+        Ok((
+            p.display().to_string(),
+            String::from_utf8_lossy(&b).into_owned(),
+        ))
     }
 }
 
@@ -266,4 +395,112 @@ fn digest(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod bench {
+    //! The target: a 500-package `uv.lock` or `pylock.toml` parsed and compared in
+    //! under 20 ms. `cargo test --release --lib probe::lock::bench -- --ignored --nocapture`
+    //! (bench/lock_parse.sh); each lock is shaped as uv writes it: every package with a
+    //! marker-carrying dependency edge from the project, a wheel and an sdist with hashes.
+    use super::*;
+    use crate::snapshot::python::{Package, SysPathEntry, SysPathOrigin};
+    use std::fmt::Write;
+
+    /// 50 distinct markers, each true for CPython 3.11 on x86_64 Linux (a real lock repeats a
+    /// handful: `python_full_version < '3.10'`, `sys_platform == 'linux'`, ...).
+    fn marker(i: usize) -> String {
+        format!(
+            "python_full_version >= '3.{}' and platform_machine != 'arm{}'",
+            i % 10,
+            i % 5
+        )
+    }
+
+    fn uv_lock(n: usize) -> String {
+        let mut s = String::from("version = 1\nrevision = 3\nrequires-python = \">=3.9\"\n\n[[package]]\nname = \"demo\"\nversion = \"0.1.0\"\nsource = { editable = \".\" }\ndependencies = [\n");
+        for i in 0..n {
+            let _ = writeln!(
+                s,
+                "    {{ name = \"pkg-{i}\", marker = \"{}\" }},",
+                marker(i)
+            );
+        }
+        s.push_str("]\n");
+        for i in 0..n {
+            let _ = write!(s, "\n[[package]]\nname = \"pkg-{i}\"\nversion = \"1.{i}.0\"\nsource = {{ registry = \"https://pypi.org/simple\" }}\nsdist = {{ url = \"https://files.pythonhosted.org/packages/aa/bb/pkg_{i}-1.{i}.0.tar.gz\", hash = \"sha256:{:064x}\", size = 12345, upload-time = \"2025-01-01T00:00:00Z\" }}\nwheels = [\n    {{ url = \"https://files.pythonhosted.org/packages/cc/dd/pkg_{i}-1.{i}.0-py3-none-any.whl\", hash = \"sha256:{:064x}\", size = 2345, upload-time = \"2025-01-01T00:00:00Z\" }},\n]\n", i, i + 1);
+        }
+        s
+    }
+
+    fn pylock(n: usize) -> String {
+        let mut s = String::from(
+            "lock-version = \"1.0\"\nrequires-python = \">=3.9\"\ncreated-by = \"uv\"\n",
+        );
+        for i in 0..n {
+            let _ = write!(s, "\n[[packages]]\nname = \"pkg-{i}\"\nversion = \"1.{i}.0\"\nmarker = \"{}\"\nindex = \"https://pypi.org/simple\"\nwheels = [{{ url = \"https://files.pythonhosted.org/packages/cc/dd/pkg_{i}-1.{i}.0-py3-none-any.whl\", upload-time = 2025-01-01T00:00:00Z, size = 2345, hashes = {{ sha256 = \"{:064x}\" }} }}]\n", marker(i), i);
+        }
+        s
+    }
+
+    #[test]
+    #[ignore = "a benchmark: run with --ignored --nocapture"]
+    fn parse_and_compare_500_packages() {
+        let n = 500;
+        let site = "/p/.venv/lib/python3.11/site-packages";
+        let py = Python {
+            path: "/p/.venv/bin/python".into(),
+            version: Some("3.11.9".into()),
+            sys_path: vec![SysPathEntry {
+                path: site.into(),
+                origin: SysPathOrigin::Site,
+                exists: true,
+            }],
+            packages: (0..n)
+                .map(|i| Package {
+                    name: format!("pkg-{i}"),
+                    version: format!("1.{i}.0"),
+                    location: site.into(),
+                    metadata: format!("{site}/pkg_{i}-1.{i}.0.dist-info"),
+                    ..Package::default()
+                })
+                .collect(),
+            ..Python::default()
+        };
+        let root = Root::new(tempfile::tempdir().unwrap().path());
+        let target = Target::linux(Some("3.11.9"), "x86_64");
+        for (name, format, text) in [
+            ("uv.lock", LockFormat::Uv, uv_lock(n)),
+            ("pylock.toml", LockFormat::Pylock, pylock(n)),
+        ] {
+            let path = Path::new("/p").join(name);
+            let mut times = Vec::new();
+            let mut parse = Vec::new();
+            for _ in 0..5 {
+                let t = std::time::Instant::now();
+                let locked = read(&root, &path, format, &text, &target, None, &py).unwrap();
+                parse.push(t.elapsed());
+                let c = drift::compare(&root, name, "uv sync", &locked.entries, &py);
+                times.push(t.elapsed());
+                assert_eq!(
+                    locked.entries.len(),
+                    n + usize::from(format == LockFormat::Uv)
+                );
+                assert!(
+                    c.drift.iter().all(|d| d.name == "demo"),
+                    "{:?}",
+                    c.drift.first()
+                );
+            }
+            times.sort();
+            parse.sort();
+            println!(
+                "{name}: {n} packages, {} KiB: parse+compare median {:.2} ms (parse {:.2} ms), max {:.2} ms",
+                text.len() / 1024,
+                times[2].as_secs_f64() * 1e3,
+                parse[2].as_secs_f64() * 1e3,
+                times[4].as_secs_f64() * 1e3
+            );
+        }
+    }
 }

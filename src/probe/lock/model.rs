@@ -55,6 +55,8 @@ pub struct Entry {
     pub source: Src,
     /// A conda package (compared with `conda-meta/`, not with dist-info).
     pub conda: bool,
+    /// A conda package's build string (`py311h64a7726_0`), when the lock pins one.
+    pub build: Option<String>,
     /// Only a constraint (`-c`): it bounds the version if installed, it does not ask for it.
     pub constraint: bool,
 }
@@ -123,6 +125,9 @@ pub struct Target {
     pub markers: Option<MarkerEnvironment>,
     /// The conda platform (`linux-64`, `linux-aarch64`).
     pub conda_platform: String,
+    /// Verdicts already reached, by marker and extras: a lock repeats a few markers hundreds
+    /// of times, and building a marker tree is the costly part of reading one.
+    verdicts: std::cell::RefCell<std::collections::HashMap<String, Result<bool, String>>>,
 }
 
 impl Target {
@@ -139,6 +144,7 @@ impl Target {
         Target {
             markers,
             conda_platform,
+            verdicts: Default::default(),
         }
     }
 
@@ -154,6 +160,19 @@ impl Target {
         if marker.is_empty() {
             return Ok(true);
         }
+        let key = format!("{marker}\0{}", extras.join(","));
+        if let Some(v) = self.verdicts.borrow().get(&key) {
+            return v.clone();
+        }
+        let v = self.evaluate(marker, extras);
+        let mut cache = self.verdicts.borrow_mut();
+        if cache.len() < 4096 {
+            cache.insert(key, v.clone());
+        }
+        v
+    }
+
+    fn evaluate(&self, marker: &str, extras: &[&str]) -> Result<bool, String> {
         // Through the guarded PEP 508 parser: pep508_rs can panic or overflow its stack on
         // hostile input.
         let tree: MarkerTree = match crate::probe::python::requires::parse(&format!("x ; {marker}"))
@@ -204,6 +223,21 @@ pub fn line_of(text: &str, offset: usize) -> usize {
         + 1
 }
 
+/// Line numbers of one text, the newlines found once (a lock asks for hundreds).
+pub struct Lines(Vec<usize>);
+
+impl Lines {
+    /// Index `text`'s newlines.
+    pub fn new(text: &str) -> Lines {
+        Lines(memchr::memchr_iter(b'\n', text.as_bytes()).collect())
+    }
+
+    /// The 1-based line of byte `offset` (as [`line_of`]).
+    pub fn of(&self, offset: usize) -> usize {
+        self.0.partition_point(|&nl| nl < offset) + 1
+    }
+}
+
 /// A TOML parse error naming the format and the line.
 pub fn toml_error(what: &str, text: &str, e: &toml::de::Error) -> String {
     let at = e
@@ -236,6 +270,11 @@ mod tests {
         assert_eq!(unknown.holds("python_version < '3'"), Ok(true));
         assert_eq!(unknown.conda_platform, "linux-aarch64");
         assert_eq!(line_of("a\nb\nc", 2), 2);
+        let text = "a\nbc\n\nd";
+        let lines = Lines::new(text);
+        for at in 0..=text.len() + 3 {
+            assert_eq!(lines.of(at), line_of(text, at), "{at}");
+        }
         assert_eq!(normalize("Foo_Bar.baz"), "foo-bar-baz");
     }
 }

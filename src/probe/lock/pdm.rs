@@ -37,6 +37,7 @@ struct Package {
 
 /// Read `text` (a `pdm.lock`) for `target`; `prod` leaves the dev groups out.
 pub fn read(text: &str, target: &Target, prod: bool) -> Result<Locked, String> {
+    let lines = super::model::Lines::new(text);
     let file: File = toml::from_str(text).map_err(|e| toml_error("pdm.lock", text, &e))?;
     let version = file.metadata.and_then(|m| m.lock_version);
     match version.as_deref().and_then(|v| v.split('.').next()) {
@@ -68,7 +69,7 @@ pub fn read(text: &str, target: &Target, prod: bool) -> Result<Locked, String> {
         out.entries.push(Entry {
             name: normalize(p.name.get_ref()),
             version: p.version.as_ref().map(|v| v.get_ref().clone()),
-            line: line_of(text, at),
+            line: lines.of(at),
             source: source(p),
             ..Entry::default()
         });

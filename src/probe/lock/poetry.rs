@@ -48,6 +48,7 @@ struct Source {
 /// Read `text` (a `poetry.lock`) for `target`, leaving out the packages only in `optional`
 /// groups (`[tool.poetry.group.X] optional = true`).
 pub fn read(text: &str, target: &Target, optional_groups: &[String]) -> Result<Locked, String> {
+    let lines = super::model::Lines::new(text);
     let file: File = toml::from_str(text).map_err(|e| toml_error("poetry.lock", text, &e))?;
     let version = file.metadata.as_ref().and_then(|m| m.lock_version.clone());
     match version.as_deref().and_then(|v| v.split('.').next()) {
@@ -102,7 +103,7 @@ pub fn read(text: &str, target: &Target, optional_groups: &[String]) -> Result<L
         out.entries.push(Entry {
             name: normalize(p.name.get_ref()),
             version: Some(p.version.get_ref().clone()),
-            line: line_of(text, p.version.span().start),
+            line: lines.of(p.version.span().start),
             source: source(p),
             ..Entry::default()
         });

@@ -31,6 +31,7 @@ struct Package {
 
 /// Read `text` (a `pylock.toml`) for `target`.
 pub fn read(text: &str, target: &Target) -> Result<Locked, String> {
+    let lines = super::model::Lines::new(text);
     let file: File = toml::from_str(text).map_err(|e| toml_error("pylock.toml", text, &e))?;
     match file.lock_version.as_deref() {
         Some(v) if v.split('.').next() == Some("1") => {}
@@ -64,7 +65,7 @@ pub fn read(text: &str, target: &Target) -> Result<Locked, String> {
         out.entries.push(Entry {
             name: normalize(p.name.get_ref()),
             version: p.version.as_ref().map(|v| v.get_ref().clone()),
-            line: line_of(text, at),
+            line: lines.of(at),
             source: source(p),
             ..Entry::default()
         });

@@ -6,7 +6,7 @@
 //! installed itself. Forked resolutions (two versions of one name) are told apart by the
 //! `version` the edge names.
 
-use super::model::{applies, line_of, normalize, toml_error, Declared, Entry, Locked, Src, Target};
+use super::model::{applies, normalize, toml_error, Declared, Entry, Locked, Src, Target};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use toml::Spanned;
@@ -75,6 +75,7 @@ impl Default for Groups {
 
 /// Read `text` (a `uv.lock`) for `target`, installing `groups` of the root project.
 pub fn read(text: &str, target: &Target, groups: &Groups) -> Result<Locked, String> {
+    let lines = super::model::Lines::new(text);
     let file: File = toml::from_str(text).map_err(|e| toml_error("uv.lock", text, &e))?;
     match file.version {
         Some(VERSION) => {}
@@ -108,7 +109,7 @@ pub fn read(text: &str, target: &Target, groups: &Groups) -> Result<Locked, Stri
         out.entries.push(Entry {
             name: normalize(p.name.get_ref()),
             version: p.version.as_ref().map(|v| v.get_ref().clone()),
-            line: line_of(text, line),
+            line: lines.of(line),
             source: src,
             ..Entry::default()
         });

@@ -10,6 +10,8 @@
 //! - Pipenv: `<virtualenvs>/<dirname>-<8 chars>`, `<virtualenvs>` being `$WORKON_HOME`, else
 //!   `${XDG_DATA_HOME:-~/.local/share}/virtualenvs`, `<dirname>` the project directory's name
 //!   with `` &$`!*@"()[]\`` and whitespace turned to `_` (at most 42 characters).
+//!   The 8 characters are pipenv's hash of the Pipfile's path ([`pipenv_hash`]): that env is
+//!   the one when it exists, else every env of the name matches.
 //! - `$UV_PROJECT_ENVIRONMENT` (what `uv run` uses instead of `.venv`), and Pixi's
 //!   `.pixi/envs/default` (what `pixi run` uses).
 //! - `environment.yml` / `environment.yaml`: its top-level `name:`, looked up as a conda env; an
@@ -163,7 +165,14 @@ fn pipenv(c: &mut Collector, project: &Path) {
             None => return,
         },
     };
-    for env in hashed_envs(c, &dir, &name, false) {
+    // Pipenv's own name for it when it exists; else every env of the directory's name.
+    let exact = dir.join(format!("{name}-{}", pipenv_hash(&project.join("Pipfile"))));
+    let envs = if c.root.is_file(&exact.join("pyvenv.cfg")) {
+        vec![exact]
+    } else {
+        hashed_envs(c, &dir, &name, false)
+    };
+    for env in envs {
         let py = interpreter_or_default(c.root, &env);
         let detail = format!("{} (Pipenv env of directory {dirname})", env.display());
         c.add(
@@ -172,6 +181,23 @@ fn pipenv(c: &mut Collector, project: &Path) {
             Hint::kind(PythonKind::Venv),
         );
     }
+}
+
+/// Pipenv's 8 characters: URL-safe base64 of the first 6 bytes of the SHA-256 of the
+/// Pipfile's path (pipenv's `VirtualenvLocator._get_virtualenv_hash`; checked against pipenv
+/// 2026.10.3, which named `/tmp/pvt/proj`'s env `proj-GB1sjHCx`).
+fn pipenv_hash(pipfile: &Path) -> String {
+    use sha2::Digest;
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let d = sha2::Sha256::digest(pipfile.as_os_str().as_encoded_bytes());
+    let mut out = String::new();
+    for chunk in d[..6].chunks(3) {
+        let n = (u32::from(chunk[0]) << 16) | (u32::from(chunk[1]) << 8) | u32::from(chunk[2]);
+        for shift in [18, 12, 6, 0] {
+            out.push(char::from(ABC[((n >> shift) & 63) as usize]));
+        }
+    }
+    out
 }
 
 fn environment_yml(c: &mut Collector, project: &Path) {
@@ -278,6 +304,12 @@ fn sanitize(name: &str, chars: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pipenv_names_its_env_as_pipenv_does() {
+        // What pipenv 2026.10.3 printed for `pipenv --python …` in /tmp/pvt/proj.
+        assert_eq!(pipenv_hash(Path::new("/tmp/pvt/proj/Pipfile")), "GB1sjHCx");
+    }
 
     #[test]
     fn pyproject_names() {
