@@ -355,8 +355,20 @@ fn escape(_: &mut Scratch, b: &[u8]) {
     );
     let md = e::md_text(&t);
     assert!(!md.contains('\n'), "{md:?}");
-    for (i, c) in md.char_indices() {
-        if "<`*_[|&".contains(c) {
+    // What md_text promises: `<`, backtick, `*`, `[`, `|` always escaped; `&` where an entity
+    // could follow (a letter, digit or `#`); `_` unless between two letters or digits.
+    let chars: Vec<(usize, char)> = md.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        let next = chars.get(k + 1).map(|&(_, n)| n);
+        let prev = k.checked_sub(1).map(|j| chars[j].1);
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
+        let must = match c {
+            '<' | '`' | '*' | '[' | '|' => true,
+            '&' => next.is_some_and(|n| n.is_ascii_alphanumeric() || n == '#'),
+            '_' => !(word(prev) && word(next)),
+            _ => false,
+        };
+        if must {
             assert!(md[..i].ends_with('\\'), "unescaped {c:?} in {md:?}");
         }
     }

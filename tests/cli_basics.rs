@@ -55,7 +55,7 @@ fn a_mistyped_rule_or_parameter_gets_a_did_you_mean() {
         err.contains("did you mean `gpu-memory-held-by-other-process`?"),
         "{err}"
     );
-    let err = run(&["rules", "show", "gpu-memory-held"]);
+    let err = run(&["rules", "show", "gpu-memory-held-by-other"]);
     assert!(
         err.contains("did you mean `gpu-memory-held-by-other-process`?"),
         "{err}"
@@ -99,7 +99,7 @@ fn snapshot_of_an_empty_root_is_clean_json_and_exit_0() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON alone");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], envdoctor::snapshot::SCHEMA_VERSION);
     assert_eq!(
         v["root"],
         dir.path().canonicalize().unwrap().to_str().unwrap()

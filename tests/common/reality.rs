@@ -817,6 +817,7 @@ const GPU_START_RULES: &[&str] = &[
     "library-undefined-symbol",
     "symbol-version-not-found",
     "library-not-found",
+    "framework-nvidia-wheel-missing",
 ];
 
 /// The judgement of one cell (one check run against the real outcome).
@@ -857,10 +858,14 @@ pub fn judge(m: &Matrix, c: &Cell, o: &Outcome, expect_gpu: bool, run: &CheckRun
     // What the framework's own loader could not open where a GPU starts breaks GPU use: on
     // the GPU box an error must name it, and with --expect-gpu one may.
     let gpu_start_breaks = !o.gpu_failed.is_empty() && (c.machine == Machine::GpuBox || expect_gpu);
+    // Named by its soname, or (a wheel rule) by its family: `libcusolver.so.11` → `cusolver`.
     let names_gpu_failure = |f: &Finding| {
         gpu_start_breaks
             && GPU_START_RULES.contains(&f.rule.as_str())
-            && o.gpu_failed.iter().any(|l| f.text().contains(l.as_str()))
+            && o.gpu_failed.iter().any(|l| {
+                let family = l.trim_start_matches("lib").split(".so").next().unwrap_or(l);
+                f.text().contains(l.as_str()) || f.text().contains(&format!("-{family}-"))
+            })
     };
     let errors: Vec<&Finding> = run
         .findings

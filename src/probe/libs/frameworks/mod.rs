@@ -349,6 +349,15 @@ fn scan_framework(
                 errors,
             );
             let specs = jax::scan(root, site, dir, &mut fw, &mut scan, errors);
+            // jaxlib itself is the CPU build since CUDA moved to plugins (jaxlib's `+cuda`
+            // local versions before that): with no CUDA plugin beside it, JAX has no GPU.
+            let has_plugin = ctx.python.packages.iter().any(|p| {
+                p.name.starts_with("jax-cuda")
+                    && (p.name.ends_with("-plugin") || p.name.ends_with("-pjrt"))
+            });
+            if pkg.name == "jaxlib" && fw.is_cuda_build.is_none() && !has_plugin {
+                fw.is_cuda_build = Some(false);
+            }
             fw.preloads = preload::resolve(root, &specs, &ctx.world.sys_path);
             preload::mark_foreign(&mut fw.preloads, site);
         }
