@@ -372,29 +372,33 @@ fn rodata(f: &std::fs::File) -> Option<(u64, u64)> {
     if &h[..4] != b"\x7fELF" || h[4] != 2 || h[5] != 1 {
         return None;
     }
-    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as u64;
-    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    // Out-of-range reads are `None` (a truncated or hostile header), never a panic.
+    let le = |b: &[u8], o: usize, n: usize| -> Option<u64> {
+        let bytes = b.get(o..o.checked_add(n)?)?;
+        Some(bytes.iter().rev().fold(0u64, |v, x| v << 8 | u64::from(*x)))
+    };
     let (shoff, shentsize, shnum, shstrndx) = (
-        u64_at(&h, 0x28),
-        u16_at(&h, 0x3a),
-        u16_at(&h, 0x3c),
-        u16_at(&h, 0x3e),
+        le(&h, 0x28, 8)?,
+        le(&h, 0x3a, 2)?,
+        le(&h, 0x3c, 2)?,
+        le(&h, 0x3e, 2)?,
     );
-    if shentsize < 64 || shnum == 0 || shnum > 4096 || shstrndx >= shnum {
+    // ELF64 section headers are 64 bytes: a larger stated size only costs memory.
+    if shentsize != 64 || shnum == 0 || shnum > 4096 || shstrndx >= shnum {
         return None;
     }
     let mut table = vec![0u8; (shentsize * shnum) as usize];
     f.read_exact_at(&mut table, shoff).ok()?;
-    let sh = |i: u64| &table[(i * shentsize) as usize..(i * shentsize + 64) as usize];
-    let strtab = sh(shstrndx);
-    let (str_off, str_size) = (u64_at(strtab, 0x18), u64_at(strtab, 0x20).min(1 << 20));
+    let sh = |i: u64| table.get((i * shentsize) as usize..((i + 1) * shentsize) as usize);
+    let strtab = sh(shstrndx)?;
+    let (str_off, str_size) = (le(strtab, 0x18, 8)?, le(strtab, 0x20, 8)?.min(1 << 20));
     let mut names = vec![0u8; str_size as usize];
     f.read_exact_at(&mut names, str_off).ok()?;
     (0..shnum).find_map(|i| {
-        let s = sh(i);
-        let name_at = u32::from_le_bytes(s[0..4].try_into().unwrap()) as usize;
+        let s = sh(i)?;
+        let name_at = le(s, 0, 4)? as usize;
         let name = names.get(name_at..)?.split(|b| *b == 0).next()?;
-        (name == b".rodata").then(|| (u64_at(s, 0x18), u64_at(s, 0x20)))
+        (name == b".rodata").then_some((le(s, 0x18, 8)?, le(s, 0x20, 8)?))
     })
 }
 

@@ -126,10 +126,24 @@ pub fn is_ml(name: &str) -> bool {
 /// The family of an NVIDIA library wheel, from NVIDIA's naming scheme `nvidia-<library>-cu<N>`
 /// (`nvidia-nccl-cu12` → `nvidia-nccl`): the same library built for each CUDA major.
 pub fn nvidia_family(name: &str) -> Option<String> {
+    match nvidia_wheel(name)? {
+        (lib, Some(_)) => Some(format!("nvidia-{lib}")),
+        (_, None) => None,
+    }
+}
+
+/// An NVIDIA wheel name split as NVIDIA names them: (`<library>`, the CUDA major of a
+/// `-cu<N>` suffix): `nvidia-nccl-cu12` → (`nccl`, `12`), CUDA 13's `nvidia-cublas` →
+/// (`cublas`, none).
+pub fn nvidia_wheel(name: &str) -> Option<(&str, Option<&str>)> {
     let stem = name.strip_prefix("nvidia-")?;
-    let (lib, major) = stem.rsplit_once("-cu")?;
-    let numeric = !major.is_empty() && major.chars().all(|c| c.is_ascii_digit());
-    (numeric && !lib.is_empty()).then(|| format!("nvidia-{lib}"))
+    let split = stem.rsplit_once("-cu").filter(|(lib, major)| {
+        !lib.is_empty() && !major.is_empty() && major.bytes().all(|b| b.is_ascii_digit())
+    });
+    Some(match split {
+        Some((lib, major)) => (lib, Some(major)),
+        None => (stem, None),
+    })
 }
 
 /// A distribution's family: a listed project published under several names, or an NVIDIA

@@ -94,11 +94,7 @@ pub fn family(name: &str) -> Option<&'static str> {
 /// The CUDA family of an NVIDIA library wheel (`nvidia-cusolver-cu12` → `cusolver`,
 /// `nvidia-cuda-runtime-cu12` → `cudart`, `nvidia-cublas` → `cublas`), when it ships one.
 pub fn wheel_family(wheel: &str) -> Option<&'static str> {
-    let stem = wheel.strip_prefix("nvidia-")?;
-    let stem = match stem.rsplit_once("-cu") {
-        Some((s, major)) if major.bytes().all(|b| b.is_ascii_digit()) => s,
-        _ => stem,
-    };
+    let (stem, _) = crate::probe::python::derived::nvidia_wheel(wheel)?;
     let family = match stem {
         "cuda-runtime" => "cudart",
         "cuda-nvrtc" => "nvrtc",
