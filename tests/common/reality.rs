@@ -34,6 +34,29 @@ pub struct Matrix {
     #[serde(default)]
     pub place_later: BTreeMap<String, Vec<Later>>,
     pub perturbations: Vec<Perturbation>,
+    /// Cells where `check` and the oracle disagree for a reason outside envdoctor's verdict
+    /// (the simulated machine cannot show it), each with its evidence. Any other disagreement
+    /// fails the matrix, and so does an entry that no cell needs any more.
+    #[serde(default)]
+    pub known_disagreements: Vec<Known>,
+}
+
+/// One explained disagreement: the cells it covers and why the oracle, not `check`, is off.
+#[derive(Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Known {
+    /// Cell names (`framework/perturbation/machine/plain|expect-gpu`); a trailing `/` or a
+    /// part of a name covers every cell whose name starts with it.
+    pub cells: Vec<String>,
+    pub why: String,
+    /// What shows it: a command's output, a loader log, a public report.
+    pub evidence: String,
+}
+
+impl Known {
+    pub fn covers(&self, cell: &str) -> bool {
+        self.cells.iter().any(|c| cell.starts_with(c.as_str()))
+    }
 }
 
 #[derive(Deserialize, Debug, Clone)]
@@ -129,6 +152,10 @@ pub struct Perturbation {
     pub cause: Option<Cause>,
     #[serde(default)]
     pub later: Vec<Later>,
+    /// In the CI subset (`ENVDOCTOR_REALITY=ci`): the clean venvs and one cell of each
+    /// mechanism, so CI stays within its budget while the whole matrix runs by hand.
+    #[serde(default)]
+    pub ci: bool,
 }
 
 /// The table, parsed; a malformed file fails naming itself.
