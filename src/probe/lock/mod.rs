@@ -32,7 +32,7 @@ pub mod uv;
 
 use super::{Apply, Context};
 use crate::root::Root;
-use crate::snapshot::lock::{LockFile, LockFormat};
+use crate::snapshot::lock::{DriftKind, LockFile, LockFormat};
 use crate::snapshot::python::{Python, PythonRole};
 use crate::snapshot::{LockDrift, ProbeError};
 use model::{Locked, Target, MAX_LOCK_BYTES};
@@ -247,6 +247,16 @@ fn compare(
     py: &Python,
 ) -> (drift::Compared, Vec<String>) {
     let mut c = drift::compare(root, &lock.path, &lock.sync_command, &locked.entries, py);
+    let also: std::collections::HashSet<&str> =
+        locked.also_locked.iter().map(String::as_str).collect();
+    c.drift
+        .retain(|d| d.kind != DriftKind::Unlocked || !also.contains(d.name.as_str()));
+    c.unlocked.retain(|n| !also.contains(n.as_str()));
+    for d in &mut c.drift {
+        if let Some(cmd) = reinstall_command(format, d) {
+            d.sync_command = cmd;
+        }
+    }
     let mut problems = Vec::new();
     if let Some(prefix) = conda_meta::prefix(root, py) {
         let (records, p) = conda_meta::records(root, &prefix);
@@ -260,8 +270,7 @@ fn compare(
     }
     if format == LockFormat::CondaEnvironment {
         // It names what the user asked for, not everything installed.
-        c.drift
-            .retain(|d| d.kind != crate::snapshot::lock::DriftKind::Unlocked);
+        c.drift.retain(|d| d.kind != DriftKind::Unlocked);
         c.unlocked.clear();
     }
     c.unlocked.sort();
@@ -376,7 +385,9 @@ fn sync_command(format: LockFormat, path: &Path, text: &str) -> String {
         LockFormat::Uv => "uv sync".into(),
         LockFormat::Poetry => "poetry install --sync".into(),
         LockFormat::Pdm => "pdm sync --clean".into(),
-        LockFormat::Pipfile => "pipenv sync".into(),
+        // `pipenv sync` installs and never removes; `pipenv clean` removes what the lock
+        // lacks (keeping its `develop` packages).
+        LockFormat::Pipfile => "pipenv sync && pipenv clean".into(),
         LockFormat::Pylock => format!("uv pip sync {name}"),
         LockFormat::Requirements if requirements::by_pip_compile(text) => {
             format!("pip-sync {name}")
@@ -385,6 +396,25 @@ fn sync_command(format: LockFormat, path: &Path, text: &str) -> String {
         LockFormat::CondaEnvironment => format!("conda env update --file {name} --prune"),
         LockFormat::CondaLock => format!("conda-lock install {name}"),
         LockFormat::Pixi => "pixi install".into(),
+    }
+}
+
+/// For a package at the locked version but from another source or with another local label,
+/// the command that really replaces it, where the lock's sync command keeps it: `pdm sync`
+/// and `pipenv sync` (pip) see the version installed and leave it (checked with pdm 2.29.4 and
+/// pipenv 2026.10.3), where `uv sync` and `pip-sync` replace it themselves (uv 0.13.9,
+/// pip-tools 7.6.2). `poetry install --sync` was not checked.
+fn reinstall_command(format: LockFormat, d: &LockDrift) -> Option<String> {
+    if !matches!(d.kind, DriftKind::Source | DriftKind::Local) {
+        return None;
+    }
+    match format {
+        LockFormat::Pdm => Some("pdm sync --clean --reinstall".into()),
+        LockFormat::Pipfile => Some(format!(
+            "pipenv run python -m pip uninstall -y {} && pipenv sync",
+            d.name
+        )),
+        _ => None,
     }
 }
 
