@@ -213,6 +213,11 @@ fn pdm_project_synced_drifted_and_resynced() {
     assert_eq!(lock_findings(&clean), vec![], "a synced project is quiet");
     assert_eq!(code, 0, "{}", clean["findings"]);
     let venv_py = dir.join(".venv/bin/python");
+    let row = clean["inventory"][0]["text"].as_str().unwrap();
+    assert!(
+        row.contains("/proj/.venv/bin/python") && row.contains("pdm run"),
+        "{row}"
+    );
     let l = &clean["snapshot"]["locks"][0];
     assert_eq!(l["format"], "pdm", "{l}");
     assert_eq!(l["python"], venv_py.display().to_string(), "{l}");
@@ -247,6 +252,64 @@ fn pdm_project_synced_drifted_and_resynced() {
     let (code, resynced) = check(&dir, &home);
     assert_eq!(lock_findings(&resynced), vec![], "after {cmds:?}");
     assert_eq!(code, 0);
+}
+
+/// PDM with `venv.in_project = false`: `pdm sync` makes its venv under
+/// `~/.local/share/pdm/venvs/` and records it in `.pdm-python`; that venv is the job's
+/// interpreter (what `pdm run` uses), the lock is compared with it, and the synced project is
+/// quiet. A hand `uv pip install six==1.15.0` there is drift, so the comparison is real.
+#[test]
+fn pdm_venv_outside_the_project_is_the_job() {
+    let Some(pdm) = tool("pdm==2.29.4 hishel==1.4.0", "pdm") else {
+        return;
+    };
+    let uvx = tool("uv==0.13.9", "uv").unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let (dir, home) = (t.path().join("proj"), t.path().join("home"));
+    fs::create_dir_all(&dir).unwrap();
+    fs::create_dir_all(&home).unwrap();
+    fs::write(
+        dir.join("pyproject.toml"),
+        format!(
+            "[project]\nname = \"demo\"\nversion = \"0.1.0\"\nrequires-python = \">=3.9\"\n{DEPS}\n\n\
+             [dependency-groups]\ndev = [\"iniconfig\"]\n\n[tool.pdm]\ndistribution = false\n"
+        ),
+    )
+    .unwrap();
+    let sh = |line: &str| shell(&pdm, &dir, &home, line);
+    cached_lock("pdm==2.29.4", &dir, &["pyproject.toml"], "pdm.lock", || {
+        sh("pdm lock -q")
+    })
+    .unwrap();
+    sh("pdm config --local venv.in_project false && pdm sync -q").unwrap();
+    assert!(!dir.join(".venv").exists());
+    let recorded = fs::read_to_string(dir.join(".pdm-python")).unwrap();
+    let venv_py = PathBuf::from(recorded.trim());
+    assert!(
+        venv_py.starts_with(home.join(".local/share/pdm/venvs")),
+        "{}",
+        venv_py.display()
+    );
+    let (code, clean) = check(&dir, &home);
+    assert_eq!(lock_findings(&clean), vec![], "a synced project is quiet");
+    assert_eq!(code, 0, "{}", clean["findings"]);
+    let row = clean["inventory"][0]["text"].as_str().unwrap();
+    assert!(
+        row.contains(&venv_py.display().to_string()) && row.contains("pdm run"),
+        "{row}"
+    );
+    assert_eq!(
+        clean["snapshot"]["locks"][0]["python"],
+        venv_py.display().to_string()
+    );
+    run(Command::new(&uvx)
+        .args(["pip", "install", "-q", "--python"])
+        .arg(&venv_py)
+        .arg("six==1.15.0"))
+    .unwrap();
+    let (_, v) = check(&dir, &home);
+    let rules: Vec<String> = lock_findings(&v).into_iter().map(|(r, _)| r).collect();
+    assert_eq!(rules, ["lock-version-drift"]);
 }
 
 /// The line of `"name": {` in Pipfile.lock's `default` section.
