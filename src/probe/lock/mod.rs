@@ -400,10 +400,10 @@ fn sync_command(format: LockFormat, path: &Path, text: &str) -> String {
 }
 
 /// For a package at the locked version but from another source or with another local label,
-/// the command that really replaces it, where the lock's sync command keeps it: `pdm sync`
-/// and `pipenv sync` (pip) see the version installed and leave it (checked with pdm 2.29.4 and
-/// pipenv 2026.10.3), where `uv sync` and `pip-sync` replace it themselves (uv 0.13.9,
-/// pip-tools 7.6.2). `poetry install --sync` was not checked.
+/// the command that really replaces it, where the lock's sync command keeps it: `pdm sync`,
+/// `pipenv sync` and `pip install -r` see the version installed and leave it (checked with pdm
+/// 2.29.4, pipenv 2026.10.3 and pip 23.2), where `uv sync`, `pip-sync` and `poetry install
+/// --sync` replace it themselves (checked with uv 0.13.9, pip-tools 7.6.2, poetry 2.5.1).
 fn reinstall_command(format: LockFormat, d: &LockDrift) -> Option<String> {
     if !matches!(d.kind, DriftKind::Source | DriftKind::Local) {
         return None;
@@ -414,6 +414,12 @@ fn reinstall_command(format: LockFormat, d: &LockDrift) -> Option<String> {
             "pipenv run python -m pip uninstall -y {} && pipenv sync",
             d.name
         )),
+        LockFormat::Requirements if d.sync_command.starts_with("python -m pip install") => {
+            Some(format!(
+                "python -m pip uninstall -y {} && {}",
+                d.name, d.sync_command
+            ))
+        }
         _ => None,
     }
 }
@@ -425,6 +431,79 @@ fn digest(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drift(kind: DriftKind, sync: &str) -> LockDrift {
+        LockDrift {
+            name: "six".into(),
+            kind,
+            sync_command: sync.into(),
+            ..LockDrift::default()
+        }
+    }
+
+    #[test]
+    fn a_same_version_from_elsewhere_gets_a_command_that_replaces_it() {
+        let pip = "python -m pip install -r requirements.txt";
+        let cases = [
+            (
+                LockFormat::Pdm,
+                DriftKind::Source,
+                "pdm sync --clean",
+                "pdm sync --clean --reinstall",
+            ),
+            (
+                LockFormat::Pdm,
+                DriftKind::Local,
+                "pdm sync --clean",
+                "pdm sync --clean --reinstall",
+            ),
+            (
+                LockFormat::Pipfile,
+                DriftKind::Source,
+                "pipenv sync && pipenv clean",
+                "pipenv run python -m pip uninstall -y six && pipenv sync",
+            ),
+            (
+                LockFormat::Requirements,
+                DriftKind::Source,
+                pip,
+                "python -m pip uninstall -y six && python -m pip install -r requirements.txt",
+            ),
+        ];
+        for (format, kind, sync, want) in cases {
+            assert_eq!(
+                reinstall_command(format, &drift(kind, sync)).as_deref(),
+                Some(want)
+            );
+        }
+        // The tools that replace it themselves, and the drifts a plain sync repairs.
+        for (format, kind, sync) in [
+            (LockFormat::Uv, DriftKind::Source, "uv sync"),
+            (
+                LockFormat::Poetry,
+                DriftKind::Local,
+                "poetry install --sync",
+            ),
+            (
+                LockFormat::Requirements,
+                DriftKind::Source,
+                "pip-sync requirements.txt",
+            ),
+            (LockFormat::Pdm, DriftKind::Version, "pdm sync --clean"),
+            (
+                LockFormat::Pipfile,
+                DriftKind::NotInstalled,
+                "pipenv sync && pipenv clean",
+            ),
+        ] {
+            assert_eq!(reinstall_command(format, &drift(kind, sync)), None);
+        }
+    }
 }
 
 #[cfg(test)]
