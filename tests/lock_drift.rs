@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const DEPS: &str = r#"dependencies = [
+pub(crate) const DEPS: &str = r#"dependencies = [
     "six==1.17.0",
     "urllib3>=2,<3",
     "packaging",
@@ -19,13 +19,13 @@ const DEPS: &str = r#"dependencies = [
 ]"#;
 
 /// A tool's executable from its cached venv (`uv`, `poetry`, `pip-compile`).
-fn tool(req: &str, exe: &str) -> Option<PathBuf> {
+pub(crate) fn tool(req: &str, exe: &str) -> Option<PathBuf> {
     let venv = pypi::need(req, pypi::cached_venv(&[req]))?;
     Some(venv.join("bin").join(exe))
 }
 
 /// `check --project DIR --no-load --format json` with a bare environment.
-fn check(project: &Path, home: &Path) -> (i32, Value) {
+pub(crate) fn check(project: &Path, home: &Path) -> (i32, Value) {
     let mut c = cli::bare();
     c.env("HOME", home).current_dir(project).args([
         "check",
@@ -41,7 +41,7 @@ fn check(project: &Path, home: &Path) -> (i32, Value) {
 }
 
 /// `(rule, message)` of the lock findings, sorted.
-fn lock_findings(v: &Value) -> Vec<(String, String)> {
+pub(crate) fn lock_findings(v: &Value) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = v["findings"]
         .as_array()
         .unwrap()
@@ -58,12 +58,12 @@ fn lock_findings(v: &Value) -> Vec<(String, String)> {
     out
 }
 
-fn run(c: &mut Command) -> Option<String> {
+pub(crate) fn run(c: &mut Command) -> Option<String> {
     pypi::need("a packaging tool", pypi::run(c))
 }
 
 /// The locked version line of `name` in a `[[package]]`-style TOML lock.
-fn pinned_line(lock: &Path, name: &str, version: &str) -> usize {
+pub(crate) fn pinned_line(lock: &Path, name: &str, version: &str) -> usize {
     let text = fs::read_to_string(lock).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let at = lines

@@ -47,6 +47,7 @@ mod loader_symver;
 mod lock_compare;
 mod lock_conda;
 mod lock_drift;
+mod lock_resync;
 mod measure_bench;
 mod mechanism_bench;
 mod module_graph;

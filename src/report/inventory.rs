@@ -58,8 +58,25 @@ pub struct Line {
     pub detail: Vec<String>,
 }
 
-/// Why an interpreter is the job's: the best of its sources.
-fn job_rank(py: &Python) -> Option<(u8, String)> {
+/// The command that runs a job in the project's in-project venv, told by its lock file (the
+/// compared one, else the first): `pdm run`, `poetry run`, `pipenv run`, else `uv run`.
+fn project_runner(snap: &Snapshot) -> &'static str {
+    use crate::snapshot::lock::LockFormat;
+    let lock = snap
+        .locks
+        .iter()
+        .find(|l| l.compared)
+        .or_else(|| snap.locks.first());
+    match lock.map(|l| l.format) {
+        Some(LockFormat::Pdm) => "pdm run",
+        Some(LockFormat::Poetry) => "poetry run",
+        Some(LockFormat::Pipfile) => "pipenv run",
+        _ => "uv run",
+    }
+}
+
+/// Why an interpreter is the job's: the best of its sources (`runner` runs the project's venv).
+fn job_rank(py: &Python, runner: &str) -> Option<(u8, String)> {
     py.sources
         .iter()
         .filter_map(|s| {
@@ -80,7 +97,7 @@ fn job_rank(py: &Python) -> Option<(u8, String)> {
                         s.detail.split(' ').next().unwrap_or("python")
                     ),
                 ),
-                SourceKind::ProjectVenv => (3, "the project's venv, what `uv run` uses".into()),
+                SourceKind::ProjectVenv => (3, format!("the project's venv, what `{runner}` uses")),
                 SourceKind::Poetry => {
                     (3, "the project's Poetry env, what `poetry run` uses".into())
                 }
@@ -107,12 +124,14 @@ fn job_rank(py: &Python) -> Option<(u8, String)> {
 /// The interpreter a job started here runs (`python train.py`, `uv run`), and why: the one with
 /// the `job` role (an active env, else the project's, else the shell's), else the best-ranked.
 pub fn job_python(snap: &Snapshot) -> Option<(&Python, String)> {
+    let runner = project_runner(snap);
     if let Some(py) = snap
         .pythons
         .iter()
         .find(|p| p.exists && p.roles.contains(&crate::snapshot::python::PythonRole::Job))
     {
-        let why = job_rank(py).map_or_else(|| "the job's interpreter".to_string(), |(_, w)| w);
+        let why =
+            job_rank(py, runner).map_or_else(|| "the job's interpreter".to_string(), |(_, w)| w);
         return Some((py, why));
     }
     // Among PATH entries only the lowest one wins; the detail names the entry.
@@ -130,7 +149,7 @@ pub fn job_python(snap: &Snapshot) -> Option<(&Python, String)> {
     snap.pythons
         .iter()
         .filter(|p| p.exists)
-        .filter_map(|p| job_rank(p).map(|(r, why)| ((r, path_pos(p)), p, why)))
+        .filter_map(|p| job_rank(p, runner).map(|(r, why)| ((r, path_pos(p)), p, why)))
         .min_by(|a, b| a.0.cmp(&b.0))
         .map(|(_, p, why)| (p, why))
 }

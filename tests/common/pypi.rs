@@ -104,7 +104,7 @@ pub fn cache_dir() -> std::path::PathBuf {
 }
 
 /// FNV-1a: a stable name for a requirement set (std's hasher may change between releases).
-fn fnv(s: &str) -> u64 {
+pub fn fnv(s: &str) -> u64 {
     s.bytes().fold(0xcbf29ce484222325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
     })

@@ -32,7 +32,7 @@ pub mod uv;
 
 use super::{Apply, Context};
 use crate::root::Root;
-use crate::snapshot::lock::{LockFile, LockFormat};
+use crate::snapshot::lock::{DriftKind, LockFile, LockFormat};
 use crate::snapshot::python::{Python, PythonRole};
 use crate::snapshot::{LockDrift, ProbeError};
 use model::{Locked, Target, MAX_LOCK_BYTES};
@@ -247,6 +247,16 @@ fn compare(
     py: &Python,
 ) -> (drift::Compared, Vec<String>) {
     let mut c = drift::compare(root, &lock.path, &lock.sync_command, &locked.entries, py);
+    let also: std::collections::HashSet<&str> =
+        locked.also_locked.iter().map(String::as_str).collect();
+    c.drift
+        .retain(|d| d.kind != DriftKind::Unlocked || !also.contains(d.name.as_str()));
+    c.unlocked.retain(|n| !also.contains(n.as_str()));
+    for d in &mut c.drift {
+        if let Some(cmd) = reinstall_command(format, d) {
+            d.sync_command = cmd;
+        }
+    }
     let mut problems = Vec::new();
     if let Some(prefix) = conda_meta::prefix(root, py) {
         let (records, p) = conda_meta::records(root, &prefix);
@@ -260,8 +270,7 @@ fn compare(
     }
     if format == LockFormat::CondaEnvironment {
         // It names what the user asked for, not everything installed.
-        c.drift
-            .retain(|d| d.kind != crate::snapshot::lock::DriftKind::Unlocked);
+        c.drift.retain(|d| d.kind != DriftKind::Unlocked);
         c.unlocked.clear();
     }
     c.unlocked.sort();
@@ -376,7 +385,9 @@ fn sync_command(format: LockFormat, path: &Path, text: &str) -> String {
         LockFormat::Uv => "uv sync".into(),
         LockFormat::Poetry => "poetry install --sync".into(),
         LockFormat::Pdm => "pdm sync --clean".into(),
-        LockFormat::Pipfile => "pipenv sync".into(),
+        // `pipenv sync` installs and never removes; `pipenv clean` removes what the lock
+        // lacks (keeping its `develop` packages).
+        LockFormat::Pipfile => "pipenv sync && pipenv clean".into(),
         LockFormat::Pylock => format!("uv pip sync {name}"),
         LockFormat::Requirements if requirements::by_pip_compile(text) => {
             format!("pip-sync {name}")
@@ -388,6 +399,31 @@ fn sync_command(format: LockFormat, path: &Path, text: &str) -> String {
     }
 }
 
+/// For a package at the locked version but from another source or with another local label,
+/// the command that really replaces it, where the lock's sync command keeps it: `pdm sync`,
+/// `pipenv sync` and `pip install -r` see the version installed and leave it (checked with pdm
+/// 2.29.4, pipenv 2026.10.3 and pip 23.2), where `uv sync`, `pip-sync` and `poetry install
+/// --sync` replace it themselves (checked with uv 0.13.9, pip-tools 7.6.2, poetry 2.5.1).
+fn reinstall_command(format: LockFormat, d: &LockDrift) -> Option<String> {
+    if !matches!(d.kind, DriftKind::Source | DriftKind::Local) {
+        return None;
+    }
+    match format {
+        LockFormat::Pdm => Some("pdm sync --clean --reinstall".into()),
+        LockFormat::Pipfile => Some(format!(
+            "pipenv run python -m pip uninstall -y {} && pipenv sync",
+            d.name
+        )),
+        LockFormat::Requirements if d.sync_command.starts_with("python -m pip install") => {
+            Some(format!(
+                "python -m pip uninstall -y {} && {}",
+                d.name, d.sync_command
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// SHA-256 of the bytes, hex.
 fn digest(bytes: &[u8]) -> String {
     use sha2::Digest;
@@ -395,6 +431,79 @@ fn digest(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drift(kind: DriftKind, sync: &str) -> LockDrift {
+        LockDrift {
+            name: "six".into(),
+            kind,
+            sync_command: sync.into(),
+            ..LockDrift::default()
+        }
+    }
+
+    #[test]
+    fn a_same_version_from_elsewhere_gets_a_command_that_replaces_it() {
+        let pip = "python -m pip install -r requirements.txt";
+        let cases = [
+            (
+                LockFormat::Pdm,
+                DriftKind::Source,
+                "pdm sync --clean",
+                "pdm sync --clean --reinstall",
+            ),
+            (
+                LockFormat::Pdm,
+                DriftKind::Local,
+                "pdm sync --clean",
+                "pdm sync --clean --reinstall",
+            ),
+            (
+                LockFormat::Pipfile,
+                DriftKind::Source,
+                "pipenv sync && pipenv clean",
+                "pipenv run python -m pip uninstall -y six && pipenv sync",
+            ),
+            (
+                LockFormat::Requirements,
+                DriftKind::Source,
+                pip,
+                "python -m pip uninstall -y six && python -m pip install -r requirements.txt",
+            ),
+        ];
+        for (format, kind, sync, want) in cases {
+            assert_eq!(
+                reinstall_command(format, &drift(kind, sync)).as_deref(),
+                Some(want)
+            );
+        }
+        // The tools that replace it themselves, and the drifts a plain sync repairs.
+        for (format, kind, sync) in [
+            (LockFormat::Uv, DriftKind::Source, "uv sync"),
+            (
+                LockFormat::Poetry,
+                DriftKind::Local,
+                "poetry install --sync",
+            ),
+            (
+                LockFormat::Requirements,
+                DriftKind::Source,
+                "pip-sync requirements.txt",
+            ),
+            (LockFormat::Pdm, DriftKind::Version, "pdm sync --clean"),
+            (
+                LockFormat::Pipfile,
+                DriftKind::NotInstalled,
+                "pipenv sync && pipenv clean",
+            ),
+        ] {
+            assert_eq!(reinstall_command(format, &drift(kind, sync)), None);
+        }
+    }
 }
 
 #[cfg(test)]

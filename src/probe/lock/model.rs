@@ -113,6 +113,10 @@ pub struct Locked {
     /// requires-dist` and `requires-dev`) as [`Declared`], which `uv lock --check` compares
     /// with `pyproject.toml`; `None` for formats that record none.
     pub recorded: Option<Vec<Declared>>,
+    /// Names the lock records for a selection its sync command leaves out (Pipfile.lock's
+    /// `develop` for `pipenv sync`): installed, they are neither drift nor unlocked, as the
+    /// tool's own clean-up (`pipenv clean`) keeps them.
+    pub also_locked: Vec<String>,
     /// Problems met that did not stop the reading (an unparsable marker), with their line.
     pub warnings: Vec<String>,
 }

@@ -62,6 +62,8 @@ pub fn read(text: &str, target: &Target, dev: bool) -> Result<Locked, String> {
     let mut sections = vec![("default", &file.default)];
     if dev {
         sections.push(("develop", &file.develop));
+    } else {
+        out.also_locked = file.develop.keys().map(|n| normalize(n)).collect();
     }
     for (section, pkgs) in sections {
         let start = section_start(text, section);
@@ -156,8 +158,11 @@ mod tests {
             six.source,
             Src::Index(Some("https://pypi.org/simple".into()))
         );
+        // `pipenv sync` leaves `develop` out, and `pipenv clean` keeps it: locked, not drift.
+        assert_eq!(l.also_locked, ["iniconfig"]);
         let dev = read(FIXTURE, &t, true).unwrap();
         assert!(dev.entries.iter().any(|e| e.name == "iniconfig"));
+        assert!(dev.also_locked.is_empty());
         let old = read(FIXTURE, &Target::linux(Some("3.10.1"), "x86_64"), false).unwrap();
         assert!(old.entries.iter().any(|e| e.name == "tomli"));
     }

@@ -8,7 +8,7 @@
 
 use super::model::{applies, normalize, toml_error, Declared, Entry, Locked, Src, Target};
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use toml::Spanned;
 
 /// The lock versions this reader knows.
@@ -126,6 +126,15 @@ fn walk(
     groups: &Groups,
     warnings: &mut Vec<String>,
 ) -> HashSet<usize> {
+    // Packages by normalised name, built once: a search per edge was quadratic (500 edges
+    // × 500 names normalised each time).
+    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, p) in pkgs.iter().enumerate() {
+        by_name
+            .entry(normalize(p.name.get_ref()))
+            .or_default()
+            .push(i);
+    }
     let mut seen: HashSet<usize> = roots.iter().copied().collect();
     let mut extras_seen: HashSet<(usize, &str)> = HashSet::new();
     let mut stack: Vec<&[Dep]> = Vec::new();
@@ -147,7 +156,7 @@ fn walk(
             if !applies(holds, warnings, String::new) {
                 continue;
             }
-            let Some(j) = find(pkgs, d) else {
+            let Some(j) = find(pkgs, &by_name, d) else {
                 warnings.push(format!("a dependency on `{}` that the lock lacks", d.name));
                 continue;
             };
@@ -188,14 +197,16 @@ fn recorded(pkgs: &[Package], roots: &[usize]) -> Option<Vec<Declared>> {
 }
 
 /// The package an edge names: by name, and by version when the lock forked.
-fn find(pkgs: &[Package], d: &Dep) -> Option<usize> {
-    let want = normalize(&d.name);
-    pkgs.iter().position(|p| {
-        normalize(p.name.get_ref()) == want
-            && d.version
+fn find(pkgs: &[Package], by_name: &HashMap<String, Vec<usize>>, d: &Dep) -> Option<usize> {
+    by_name
+        .get(&normalize(&d.name))?
+        .iter()
+        .copied()
+        .find(|&i| {
+            d.version
                 .as_ref()
-                .is_none_or(|v| p.version.as_ref().is_some_and(|pv| pv.get_ref() == v))
-    })
+                .is_none_or(|v| pkgs[i].version.as_ref().is_some_and(|pv| pv.get_ref() == v))
+        })
 }
 
 enum Kind {

@@ -12,6 +12,8 @@
 //!   with `` &$`!*@"()[]\`` and whitespace turned to `_` (at most 42 characters).
 //!   The 8 characters are pipenv's hash of the Pipfile's path ([`pipenv_hash`]): that env is
 //!   the one when it exists, else every env of the name matches.
+//! - `.pdm-python`: the venv PDM chose (`pdm run` uses it; outside the project with
+//!   `venv.in_project = false`).
 //! - `$UV_PROJECT_ENVIRONMENT` (what `uv run` uses instead of `.venv`), and Pixi's
 //!   `.pixi/envs/default` (what `pixi run` uses).
 //! - `environment.yml` / `environment.yaml`: its top-level `name:`, looked up as a conda env; an
@@ -32,6 +34,7 @@ pub fn discover(c: &mut Collector) {
     };
     // First: with it set, `uv run` uses it and not `.venv`.
     uv_project_environment(c, &project);
+    pdm_python(c, &project);
     for d in [".venv", "venv", "env"] {
         let prefix = project.join(d);
         if c.root.is_file(&prefix.join("pyvenv.cfg")) {
@@ -59,6 +62,30 @@ fn uv_project_environment(c: &mut Collector, project: &Path) {
     let prefix = crate::root::lexical_normalize(&project.join(dir));
     let py = interpreter_or_default(c.root, &prefix);
     let detail = format!("{} (UV_PROJECT_ENVIRONMENT)", prefix.display());
+    c.add(
+        &py,
+        source(SourceKind::ProjectVenv, detail),
+        Hint::kind(PythonKind::Venv),
+    );
+}
+
+/// `.pdm-python`: the interpreter PDM chose for the project (`pdm use`, or the venv `pdm
+/// install` made), which `pdm run` uses: with `venv.in_project = false` a venv under
+/// `~/.local/share/pdm/venvs/`. Only a venv counts: a bare interpreter there means PEP 582
+/// mode (packages in `__pypackages__`, not in it) or a conda env (not read here).
+fn pdm_python(c: &mut Collector, project: &Path) {
+    let file = project.join(".pdm-python");
+    let Some(text) = c.read_text(&file) else {
+        return;
+    };
+    let py = PathBuf::from(text.lines().next().unwrap_or("").trim());
+    let Some(prefix) = py.parent().and_then(Path::parent) else {
+        return;
+    };
+    if !py.is_absolute() || !c.root.is_file(&prefix.join("pyvenv.cfg")) {
+        return;
+    }
+    let detail = format!("{} ({})", prefix.display(), file.display());
     c.add(
         &py,
         source(SourceKind::ProjectVenv, detail),
