@@ -1170,7 +1170,7 @@ fn lib64_platlib() -> Option<Machine> {
     m.active_venv("3.11", "/venv", &[]);
     m.write(
         "/usr/lib64/python3.11/_sysconfigdata__linux_x86_64-linux-gnu.py",
-        "build_time_vars = {'platlibdir': 'lib64', 'LIBDIR': '/usr/lib64'}\n",
+        "build_time_vars = {'ABIFLAGS': '',\n 'LIBDIR': '/usr/lib64',\n 'PLATLIBDIR': 'lib64'}\n",
     );
     let plat = "/venv/lib64/python3.11/site-packages";
     let tmp = tempfile::tempdir().unwrap();

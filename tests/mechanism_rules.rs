@@ -23,7 +23,7 @@ fn fires(report: &Value, rule: &str) -> bool {
     !findings_of(report, rule).is_empty()
 }
 
-fn python<'a>(report: &'a Value) -> &'a Value {
+fn python(report: &Value) -> &Value {
     report["snapshot"]["pythons"]
         .as_array()
         .unwrap()
