@@ -50,6 +50,7 @@ fn package(name: &str, version: &str, site: &str) -> Package {
         requires_python: Some(">=3.8".into()),
         editable: None,
         family: None,
+        built_for_cudnn: None,
     }
 }
 

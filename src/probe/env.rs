@@ -1,7 +1,7 @@
 //! The `env` probe: the environment variables that change how a training job behaves.
 //!
-//! Only an allowlist is recorded (CUDA, loader, Python, framework, NCCL, threading, distributed
-//! launch variables); the rest of the environment is never written. A variable whose *name*
+//! Only an allowlist is recorded (CUDA, loader, Python, framework (vLLM's included), NCCL,
+//! threading, distributed launch variables); the rest of the environment is never written. A variable whose *name*
 //! looks secret (`*TOKEN*`, `*KEY*`, `*SECRET*`, `*PASSWORD*`, `*CREDENTIAL*`, `*AUTH*`, ...) is
 //! recorded as [`REDACTED`] even when allowlisted (`HF_TOKEN`, `WANDB_API_KEY`), and a value
 //! that carries a secret by its shape has that part replaced ([`redact_value`]: credentials in
@@ -71,6 +71,7 @@ const PREFIXES: &[&str] = &[
     "ACCELERATE_",
     "WANDB_",
     "KINETO_",
+    "VLLM_",
 ];
 
 /// Name fragments that mark a variable as secret (compared upper-case).

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 /// Version of the `check --format json` format ([`CheckReport::format_version`]): bumped with
 /// every change of `schema/check.schema.json` (recorded in `schema/VERSIONS`).
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// A finding as `check --format json` writes it.
 #[derive(Serialize, schemars::JsonSchema)]

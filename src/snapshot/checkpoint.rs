@@ -358,6 +358,10 @@ pub struct HfModel {
     /// `model_type`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_type: Option<String>,
+    /// `quantization_config.quant_method` (`gptq`, `awq`, `bitsandbytes`, ...): the library
+    /// `from_pretrained` needs to load the quantized weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quant_method: Option<String>,
     /// Weight files in the directory (file names, sorted).
     #[serde(default)]
     pub weight_files: Vec<String>,

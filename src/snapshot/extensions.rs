@@ -32,6 +32,13 @@ pub struct NativeDist {
     /// pin, or a local version label (`+pt23cu121`, `+torch2.4`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub built_for_torch: Option<String>,
+    /// Where `built_for_torch`/`built_for_cuda` come from when the distribution's own build
+    /// record says them (`deepspeed/git_version_info_installed.py`, pre-built ops only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_record: Option<String>,
+    /// The CUDA major.minor its build record says its pre-built ops were compiled with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_for_cuda: Option<String>,
     /// CUDA majors of the CUDA runtime/BLAS/NVRTC sonames its modules link (`libcudart.so.12`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cuda_majors: Vec<u64>,
@@ -58,7 +65,9 @@ pub struct NativeFailure {
     /// `undefined-symbol` (a symbol no loaded object defines) or `framework-undefined-symbol`
     /// (a framework's own library, torch's `libtorch_cuda.so`, asks a CUDA library under it
     /// for a C symbol that the copy the loader maps does not define: `missing` names each, the
-    /// object asking and the copy mapped).
+    /// object asking and the copy mapped), or `wrong-python-tag` (a `.cpython-XY-*.so`
+    /// module for another Python than the interpreter's, with no twin it would import:
+    /// `missing` names the tag it looks for, `cpython-311`).
     pub kind: String,
     /// What is missing: sonames, `VERSION (soname at path)`, or symbol names (at most 5).
     pub missing: Vec<String>,

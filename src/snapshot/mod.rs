@@ -38,7 +38,7 @@ pub use lock::{LockDrift, LockFile};
 pub use python::Python;
 
 /// The version of the snapshot format this envdoctor writes. Readers refuse newer ones.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Every fact about one machine at one time.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -405,6 +405,9 @@ impl Snapshot {
             for p in &mut py.packages {
                 if p.family.is_none() {
                     p.family = derived::family_of(&p.name);
+                }
+                if p.built_for_cudnn.is_none() {
+                    p.built_for_cudnn = p.local.as_deref().and_then(derived::cudnn_of_label);
                 }
             }
         }

@@ -334,6 +334,11 @@ pub struct Package {
     /// listing the names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
+    /// Derived: the cuDNN release its local version label says it was built against
+    /// (`jaxlib 0.4.23+cuda12.cudnn89` → `8.9`): it needs that major, at that minor or newer,
+    /// at run time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_for_cudnn: Option<String>,
 }
 
 fn yes() -> bool {

@@ -219,6 +219,7 @@ pub(crate) const RULES: &[Rule] = &[
     ignore("pythons[].packages[].metadata", "a path; the version is compared"),
     ignore("pythons[].packages[].local", "the local label, part of the version, which is compared"),
     ignore("pythons[].packages[].family", "derived from the name"),
+    ignore("pythons[].packages[].built_for_cudnn", "derived from the version's local label"),
     ignore("pythons[].packages[].requires", "what it requires: the versions of what is installed are compared, check reports unmet ones"),
     ignore("pythons[].packages[].requires_python", "a bound on the interpreter, whose version is compared"),
     rule("pythons[].shadowed", Code(w::shadowed)).sec(S::Packages),

@@ -1,5 +1,6 @@
 //! Hugging Face model directories: `config.json` (`transformers_version`, `torch_dtype`,
-//! `architectures`, `model_type`) and the weight files beside it.
+//! `architectures`, `model_type`, `quantization_config.quant_method`) and the weight files
+//! beside it.
 
 use crate::root::Root;
 use crate::snapshot::checkpoint::HfModel;
@@ -51,6 +52,11 @@ pub fn inspect(root: &Root, dir: &Path) -> Result<Option<HfModel>, String> {
         torch_dtype: s("torch_dtype").or_else(|| s("dtype")),
         architectures,
         model_type: s("model_type"),
+        quant_method: v
+            .get("quantization_config")
+            .and_then(|q| q.get("quant_method"))
+            .and_then(|m| m.as_str())
+            .map(str::to_string),
         weight_files,
     }))
 }

@@ -10,6 +10,10 @@
 //!   label the PyG/DGL wheel indexes use (`+pt23cu121`, `+torch2.4`).
 //! - CUDA ([`cuda_major`]): the major of the CUDA runtime, cuBLAS, NVRTC or CUPTI soname a
 //!   module links (`libcudart.so.12`).
+//! - A build record ([`recorded_build`]): DeepSpeed's setup.py writes
+//!   `deepspeed/git_version_info_installed.py` with the ops it pre-built (`installed_ops`) and
+//!   the torch and CUDA they were compiled with (`torch_info`); its op loader refuses a pre-built
+//!   op when the running torch's or CUDA's major.minor differs.
 
 use crate::root::Root;
 use crate::snapshot::python::Package;
@@ -88,6 +92,57 @@ pub fn built_for_torch(pkg: &Package) -> Option<String> {
     from_label(local)
 }
 
+/// What a distribution's own build record says its pre-built native code was compiled with.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// torch major.minor (`2.2`).
+    pub torch: Option<String>,
+    /// CUDA major.minor (`12.1`); none for a CPU/ROCm build (`0.0`).
+    pub cuda: Option<String>,
+}
+
+/// Longest build record read.
+const MAX_RECORD_FILE: u64 = 256 * 1024;
+
+/// DeepSpeed's `git_version_info_installed.py` when some op was pre-built (an
+/// `installed_ops` entry `True`); None otherwise (ops built on first use record nothing that
+/// is checked).
+pub fn recorded_build(root: &Root, pkg: &Package) -> Option<Recorded> {
+    if pkg.name != "deepspeed" {
+        return None;
+    }
+    let file = Path::new(&pkg.location).join("deepspeed/git_version_info_installed.py");
+    let bytes = root.read_limited(&file, MAX_RECORD_FILE).ok()?;
+    parse_deepspeed_record(&String::from_utf8_lossy(&bytes))
+}
+
+/// The `installed_ops=` and `torch_info=` lines of DeepSpeed's record (Python dict reprs).
+fn parse_deepspeed_record(text: &str) -> Option<Recorded> {
+    let line = |key: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(key)?.trim_start().strip_prefix('='))
+    };
+    let prebuilt = line("installed_ops")?.contains(": True");
+    if !prebuilt {
+        return None;
+    }
+    let info = line("torch_info")?;
+    let value = |key: &str| {
+        let at = info.find(&format!("'{key}':"))? + key.len() + 3;
+        let v = info[at..]
+            .trim_start()
+            .strip_prefix('\'')?
+            .split('\'')
+            .next()?;
+        let numeric = !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+        (numeric && v != "0.0").then(|| v.to_string())
+    };
+    Some(Recorded {
+        torch: value("version"),
+        cuda: value("cuda_version"),
+    })
+}
+
 /// `pt23cu121` → `2.3`, `pt113` → `1.13`, `torch2.4` → `2.4`.
 fn from_label(local: &str) -> Option<String> {
     let lower = local.to_ascii_lowercase();
@@ -126,6 +181,31 @@ pub fn cuda_major(soname: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deepspeed_record() {
+        // The lines DeepSpeed's setup.py writes (`fd.write(f"installed_ops={install_ops}\n")`).
+        let text = "version='0.14.0+ce78a632'\ngit_hash='ce78a632'\ngit_branch='master'\n\
+                    installed_ops={'async_io': False, 'fused_adam': True, 'cpu_adam': True}\n\
+                    accelerator_name='cuda'\n\
+                    torch_info={'version': '2.2', 'bf16_support': True, 'cuda_version': '12.1', 'nccl_version': '2.19', 'hip_version': '0.0'}\n";
+        assert_eq!(
+            parse_deepspeed_record(text),
+            Some(Recorded {
+                torch: Some("2.2".into()),
+                cuda: Some("12.1".into())
+            })
+        );
+        // JIT mode: nothing pre-built, nothing checked.
+        let jit = text
+            .replace("True}", "False}")
+            .replace("'fused_adam': True", "'fused_adam': False");
+        assert_eq!(parse_deepspeed_record(&jit), None);
+        // A CPU build records CUDA 0.0.
+        let cpu = text.replace("'12.1'", "'0.0'");
+        assert_eq!(parse_deepspeed_record(&cpu).unwrap().cuda, None);
+        assert_eq!(parse_deepspeed_record("garbage"), None);
+    }
 
     fn pkg(requires: &[&str], local: Option<&str>) -> Package {
         Package {

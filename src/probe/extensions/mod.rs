@@ -244,6 +244,12 @@ fn scan_python(
     let numpy_major = py
         .package("numpy")
         .and_then(|n| n.version.split('.').next()?.parse::<u32>().ok());
+    // `311` for CPython 3.11: the tag its import system accepts in `.cpython-311-*.so`.
+    let py_tag = py.version.as_deref().and_then(|v| {
+        let mut parts = v.split('.');
+        Some(format!("{}{}", parts.next()?, parts.next()?))
+    });
+    let py_tag = py_tag.as_deref();
     let mut budget = MAX_MODULES;
     let mut native = Vec::new();
     let mut failures = Vec::new();
@@ -254,6 +260,9 @@ fn scan_python(
         let modules = modules_of(root, pkg);
         if modules.is_empty() {
             continue;
+        }
+        if let Some(xy) = py_tag {
+            failures.extend(wrong_python_tag(pkg, &modules, xy));
         }
         if Instant::now() >= deadline || budget == 0 {
             errors.push(ProbeError::new(
@@ -296,6 +305,58 @@ fn scan_python(
     (native, failures)
 }
 
+/// The CPython tag of an extension module's file name (`x.cpython-310-x86_64-linux-gnu.so` →
+/// (`x`, `310`)); None for `abi3`, bare and non-CPython modules, which any CPython 3 imports.
+fn cpython_tag(name: &str) -> Option<(&str, &str)> {
+    let (stem, rest) = name.split_once(".cpython-")?;
+    let tag = rest.split('-').next()?;
+    let digits = tag.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some((stem, digits))
+}
+
+/// Modules whose CPython tag is not the interpreter's (`xy`, `311`) and that have no twin of
+/// the same name it would import instead (its own tag, `abi3`, a bare `.so`): the import
+/// system looks only for `EXTENSION_SUFFIXES`, so `import` says "No module named ...".
+fn wrong_python_tag(pkg: &Package, modules: &[PathBuf], xy: &str) -> Vec<NativeFailure> {
+    let importable = |dir: Option<&Path>, stem: &str| {
+        modules.iter().any(|m| {
+            let Some(n) = m.file_name().and_then(|n| n.to_str()) else {
+                return false;
+            };
+            let own = match cpython_tag(n) {
+                Some((s, tag)) => s == stem && tag == xy,
+                None => n
+                    .strip_suffix(".so")
+                    .is_some_and(|b| b == stem || b.strip_suffix(".abi3") == Some(stem)),
+            };
+            own && m.parent() == dir
+        })
+    };
+    let mut out = Vec::new();
+    for m in modules {
+        let Some(name) = m.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some((stem, tag)) = cpython_tag(name) else {
+            continue;
+        };
+        if tag == xy || importable(m.parent(), stem) {
+            continue;
+        }
+        out.push(NativeFailure {
+            package: pkg.name.clone(),
+            version: pkg.version.clone(),
+            module: m.to_string_lossy().into_owned(),
+            file: name.to_string(),
+            kind: "wrong-python-tag".into(),
+            missing: vec![format!("cpython-{xy}")],
+            count: 1,
+            ..Default::default()
+        });
+    }
+    out
+}
+
 /// Whether `pkg` names `dep` in its `Requires-Dist`.
 fn requires(pkg: &Package, dep: &str) -> bool {
     pkg.requires.iter().any(|r| {
@@ -335,11 +396,19 @@ fn scan_dist(
         .unwrap_or(deadline);
     let mut scans = 0;
     let mut visited = 0;
-    let built_for_torch = abi::built_for_torch(pkg);
+    let record = abi::recorded_build(root, pkg);
+    let built_for_torch = record
+        .as_ref()
+        .and_then(|r| r.torch.clone())
+        .or_else(|| abi::built_for_torch(pkg));
     let mut dist = NativeDist {
         package: pkg.name.clone(),
         version: pkg.version.clone(),
         built_for_torch: built_for_torch.clone(),
+        build_record: record
+            .as_ref()
+            .map(|_| format!("{}/deepspeed/git_version_info_installed.py", pkg.location)),
+        built_for_cuda: record.and_then(|r| r.cuda),
         ..Default::default()
     };
     let mut failures = Vec::new();
@@ -450,6 +519,44 @@ fn failure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn python_tags() {
+        assert_eq!(
+            cpython_tag("_C.cpython-310-x86_64-linux-gnu.so"),
+            Some(("_C", "310"))
+        );
+        assert_eq!(
+            cpython_tag("m.cpython-313t-x86_64-linux-gnu.so"),
+            Some(("m", "313"))
+        );
+        assert_eq!(cpython_tag("_C.abi3.so"), None);
+        assert_eq!(cpython_tag("x.so"), None);
+        let pkg = Package {
+            name: "p".into(),
+            version: "1".into(),
+            ..Default::default()
+        };
+        let ms = |names: &[&str]| -> Vec<PathBuf> {
+            names.iter().map(|n| Path::new("/s/p").join(n)).collect()
+        };
+        let f = wrong_python_tag(&pkg, &ms(&["_C.cpython-310-x86_64-linux-gnu.so"]), "311");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].kind, "wrong-python-tag");
+        assert_eq!(f[0].missing, ["cpython-311"]);
+        // Debian's shared dist-packages: one build per Python, the right one is there.
+        let both = ms(&[
+            "_C.cpython-310-x86_64-linux-gnu.so",
+            "_C.cpython-311-x86_64-linux-gnu.so",
+        ]);
+        assert!(wrong_python_tag(&pkg, &both, "311").is_empty());
+        let abi3 = ms(&["_C.cpython-310-x86_64-linux-gnu.so", "_C.abi3.so"]);
+        assert!(wrong_python_tag(&pkg, &abi3, "311").is_empty());
+        // A twin in another directory is another module.
+        let mut other = ms(&["_C.cpython-310-x86_64-linux-gnu.so"]);
+        other.push(PathBuf::from("/s/q/_C.cpython-311-x86_64-linux-gnu.so"));
+        assert_eq!(wrong_python_tag(&pkg, &other, "311").len(), 1);
+    }
 
     #[test]
     fn extension_module_names() {

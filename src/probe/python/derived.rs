@@ -154,13 +154,32 @@ pub fn family_of(name: &str) -> Option<String> {
         .or_else(|| nvidia_family(name))
 }
 
-/// Fill `packages[].family` of every interpreter.
+/// Fill `packages[].family` and `packages[].built_for_cudnn` of every interpreter.
 pub fn assign_families(pythons: &mut [Python]) {
     for py in pythons {
         for p in &mut py.packages {
             p.family = family_of(&p.name);
+            p.built_for_cudnn = p.local.as_deref().and_then(cudnn_of_label);
         }
     }
+}
+
+/// The cuDNN release a local version label names: a `cudnn<major><minor>[<patch>]` part
+/// (`cuda12.cudnn89` → `8.9`, `cuda11.cudnn805` → `8.0.5`, `cudnn91` → `9.1`), as jaxlib's
+/// CUDA wheels were labelled.
+pub fn cudnn_of_label(local: &str) -> Option<String> {
+    let lower = local.to_ascii_lowercase();
+    let digits = lower
+        .split(['.', '_', '-'])
+        .find_map(|part| part.strip_prefix("cudnn"))
+        .filter(|d| d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit()))?;
+    let (major, rest) = digits.split_at(1);
+    let (minor, patch) = rest.split_at(1);
+    Some(if patch.is_empty() {
+        format!("{major}.{minor}")
+    } else {
+        format!("{major}.{minor}.{patch}")
+    })
 }
 
 /// The command a PATH / pip-shebang source names and its PATH position, from its detail
@@ -337,6 +356,19 @@ fn visible(py: &Python) -> HashMap<&str, &str> {
 mod tests {
     use super::*;
     use crate::snapshot::python::{Package, Source};
+
+    #[test]
+    fn cudnn_from_local_labels() {
+        // jaxlib's CUDA wheel labels, as published on the jax-releases index.
+        assert_eq!(cudnn_of_label("cuda12.cudnn89").as_deref(), Some("8.9"));
+        assert_eq!(cudnn_of_label("cuda11.cudnn86").as_deref(), Some("8.6"));
+        assert_eq!(cudnn_of_label("cuda11.cudnn805").as_deref(), Some("8.0.5"));
+        assert_eq!(cudnn_of_label("cuda12_cudnn91").as_deref(), Some("9.1"));
+        assert_eq!(cudnn_of_label("cu121"), None);
+        assert_eq!(cudnn_of_label("cuda112"), None);
+        assert_eq!(cudnn_of_label("cudnn8"), None);
+        assert_eq!(cudnn_of_label("cudnnx9"), None);
+    }
 
     #[test]
     fn nvidia_wheels_of_one_library_share_a_family_across_cuda_majors() {

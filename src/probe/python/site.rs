@@ -9,6 +9,11 @@
 //!   base is Debian's Python), each followed by the directories its `.pth` files add. Site dirs
 //!   that do not exist are not added (as `site.py`); `PYTHONPATH` and stdlib entries are kept
 //!   with `exists: false`, as Python keeps them.
+//! - [`platlibdir`]: `sys.platlibdir` (`lib64` on Fedora/RHEL/SUSE builds), read from the
+//!   interpreter's own `_sysconfigdata_*.py` text (`'PLATLIBDIR': 'lib64'`), else from where its
+//!   standard library lies. It places the standard library and puts `<prefix>/lib64/...`
+//!   before `<prefix>/lib/...` in `site.getsitepackages()`; a site directory that is the same
+//!   directory as one already on the path (a venv's `lib64 -> lib` link) is listed once.
 
 use super::dist_info::{self, EntryKind, Listing};
 use super::pth;
@@ -119,6 +124,15 @@ pub struct Layout {
     pub venv: Option<VenvCfg>,
     /// The base Python uses Debian's `dist-packages` scheme.
     pub debian: bool,
+    /// `sys.platlibdir` when it is not `lib` (see [`platlibdir`]).
+    pub platlibdir: Option<String>,
+}
+
+impl Layout {
+    /// `sys.platlibdir`: `lib` unless the files say otherwise.
+    pub fn platlibdir(&self) -> &str {
+        self.platlibdir.as_deref().unwrap_or("lib")
+    }
 }
 
 /// Work out kind, prefix, version and (for a venv) the base of the interpreter at `exe` (as
@@ -148,8 +162,68 @@ pub fn layout(
     };
     if let (Some(bp), Some(v)) = (&out.base_prefix, out.version) {
         out.debian = is_debian(root, bp, v);
+        out.platlibdir = platlibdir(root, bp, v).filter(|d| d != "lib");
     }
     out
+}
+
+/// Longest `_sysconfigdata_*.py` read for `PLATLIBDIR` (CPython's are 30–80 KiB).
+const SYSCONFIGDATA_MAX: u64 = 4 * 1024 * 1024;
+
+/// `sys.platlibdir` of the interpreter whose (base) prefix is `prefix`: the `PLATLIBDIR` of its
+/// `_sysconfigdata_*.py` (the build's `--with-platlibdir`, which is compiled into
+/// `sys.platlibdir`), looked for in `lib64/python3.X` and `lib/python3.X`; without one,
+/// `lib64` when only `lib64/python3.X` holds the standard library (`os.py`). None when the
+/// files say nothing (Python before 3.9 has no platlibdir: `lib`).
+pub fn platlibdir(root: &Root, prefix: &Path, v: PyVersion) -> Option<String> {
+    if (v.major, v.minor) < (3, 9) {
+        return None;
+    }
+    let xy = format!("python{}", v.xy());
+    let dirs = ["lib64", "lib"].map(|l| prefix.join(l).join(&xy));
+    for dir in &dirs {
+        let Ok(Some(l)) = dist_info::list(root, dir) else {
+            continue;
+        };
+        let mut names: Vec<&std::ffi::OsStr> = l
+            .entries
+            .iter()
+            .filter(|(n, k)| {
+                let b = n.as_bytes();
+                *k != EntryKind::Dir && b.starts_with(b"_sysconfigdata_") && b.ends_with(b".py")
+            })
+            .map(|(n, _)| n.as_os_str())
+            .collect();
+        // The release build's file (`_sysconfigdata__<platform>_<multiarch>.py`, empty ABI
+        // flags) before a debug build's (`_sysconfigdata_d_...`).
+        names.sort_by_key(|n| (!n.as_bytes().starts_with(b"_sysconfigdata__"), n.to_owned()));
+        for name in names {
+            let Ok(bytes) = root.read_limited(&dir.join(name), SYSCONFIGDATA_MAX) else {
+                continue;
+            };
+            if let Some(d) = platlibdir_var(&String::from_utf8_lossy(&bytes)) {
+                return Some(d);
+            }
+        }
+    }
+    let [lib64, lib] = dirs.map(|d| root.exists(&d.join("os.py")));
+    (lib64 && !lib).then(|| "lib64".to_string())
+}
+
+/// The value of `'PLATLIBDIR': '...'` in `_sysconfigdata_*.py`'s `build_time_vars`; only a
+/// plain directory name is taken.
+fn platlibdir_var(text: &str) -> Option<String> {
+    let at = text.find("'PLATLIBDIR':")? + "'PLATLIBDIR':".len();
+    let rest = text[at..].trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let value = rest[1..].split(quote).next()?;
+    let plain = !value.is_empty()
+        && value != "."
+        && value != ".."
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    plain.then(|| value.to_string())
 }
 
 /// The `pyvenv.cfg` at `file`; one that cannot be read includes the system site-packages (and
@@ -201,6 +275,7 @@ fn venv_layout(root: &Root, env: &Env, exe: &Path, site_prefix: PathBuf, cfg: Ve
         version,
         venv: Some(cfg),
         debian: false,
+        platlibdir: None,
     }
 }
 
@@ -300,23 +375,16 @@ fn version_from_files(
             }
         }
     }
-    // The minor from the executable's name (python3.11), else from lib/python3.X.
-    let mut minor = exes.iter().flatten().find_map(|e| {
-        let n = e.file_name()?.to_str()?.strip_prefix("python")?;
-        PyVersion::parse_loose(n)
-    });
-    if minor.is_none() {
-        if let Ok(Some(l)) = dist_info::list(root, &prefix.join("lib")) {
-            minor = l
-                .entries
-                .iter()
-                .filter(|(_, k)| matches!(k, EntryKind::Dir | EntryKind::Symlink))
-                .filter_map(|(n, _)| PyVersion::parse_loose(n.to_str()?.strip_prefix("python")?))
-                .filter(|v| v.major >= 2)
-                .max_by_key(|v| (v.major, v.minor));
-        }
-    }
-    let minor = minor?;
+    // The minor from the executable's name (python3.11), else from lib/python3.X (or
+    // lib64/python3.X, where a platlibdir=lib64 build keeps its standard library).
+    let minor = exes
+        .iter()
+        .flatten()
+        .find_map(|e| {
+            let n = e.file_name()?.to_str()?.strip_prefix("python")?;
+            PyVersion::parse_loose(n)
+        })
+        .or_else(|| minor_from_lib_dirs(root, prefix))?;
     let header = prefix
         .join("include")
         .join(format!("python{}", minor.xy()))
@@ -341,6 +409,19 @@ fn version_from_files(
     })
 }
 
+/// The highest `python3.X` directory (or link) in `<prefix>/lib`, else in `<prefix>/lib64`.
+fn minor_from_lib_dirs(root: &Root, prefix: &Path) -> Option<PyVersion> {
+    ["lib", "lib64"].iter().find_map(|lib| {
+        let l = dist_info::list(root, &prefix.join(lib)).ok()??;
+        l.entries
+            .iter()
+            .filter(|(_, k)| matches!(k, EntryKind::Dir | EntryKind::Symlink))
+            .filter_map(|(n, _)| PyVersion::parse_loose(n.to_str()?.strip_prefix("python")?))
+            .filter(|v| v.major >= 2)
+            .max_by_key(|v| (v.major, v.minor))
+    })
+}
+
 /// Debian's Python (patched `site.py` with `dist-packages`): recognised by its directories.
 fn is_debian(root: &Root, prefix: &Path, v: PyVersion) -> bool {
     let lib = prefix.join("lib");
@@ -349,11 +430,21 @@ fn is_debian(root: &Root, prefix: &Path, v: PyVersion) -> bool {
             && !root.is_dir(&lib.join(format!("python{}/site-packages", v.xy()))))
 }
 
-/// `site.getsitepackages([prefix])` for the scheme in use.
-fn site_packages(prefix: &Path, v: PyVersion, debian: bool, in_venv: bool) -> Vec<PathBuf> {
+/// `site.getsitepackages([prefix])` for the scheme in use: `<platlibdir>` then `lib`
+/// (upstream `site.py` since 3.9).
+fn site_packages(
+    prefix: &Path,
+    v: PyVersion,
+    debian: bool,
+    in_venv: bool,
+    platlibdir: &str,
+) -> Vec<PathBuf> {
     let xy = format!("python{}", v.xy());
     let mut out = Vec::new();
     if !debian || in_venv {
+        if platlibdir != "lib" {
+            out.push(prefix.join(platlibdir).join(&xy).join("site-packages"));
+        }
         out.push(prefix.join("lib").join(&xy).join("site-packages"));
     }
     if debian {
@@ -390,6 +481,10 @@ struct PathBuilder<'a> {
     root: &'a Root,
     entries: Vec<SysPathEntry>,
     known: HashSet<PathBuf>,
+    /// Canonical paths of the site directories added, so that an alias of one (a venv's
+    /// `lib64 -> lib`, which `site.py` would list a second time under its other name) is
+    /// listed once: the import finds the same files either way.
+    site_real: HashSet<PathBuf>,
     listings: Listings,
 }
 
@@ -406,6 +501,11 @@ impl PathBuilder<'_> {
 
     /// `site.addsitedir`: the dir (if new) then, in name order, every `.pth` file's paths.
     fn add_site_dir(&mut self, dir: PathBuf, origin: SysPathOrigin, errors: &mut Vec<ProbeError>) {
+        if let Ok(real) = self.root.canonicalize(&dir) {
+            if !self.known.contains(&dir) && !self.site_real.insert(real) {
+                return;
+            }
+        }
         let Some(l) = listing(self.root, &mut self.listings, &dir, errors) else {
             return;
         };
@@ -450,6 +550,7 @@ pub fn sys_path(
         root,
         entries: Vec::new(),
         known: HashSet::new(),
+        site_real: HashSet::new(),
         listings: HashMap::new(),
     };
     b.add_pythonpath(env);
@@ -488,7 +589,8 @@ impl PathBuilder<'_> {
         let Some(sp) = &stdlib_prefix else {
             return;
         };
-        let lib = sp.join("lib");
+        // getpath: the standard library lives under `<prefix>/<platlibdir>` since 3.9.
+        let lib = sp.join(lay.platlibdir());
         let zip = lib.join(format!("python{}{}.zip", v.major, v.minor));
         let std = lib.join(format!("python{}", v.xy()));
         let dynload = std.join("lib-dynload");
@@ -520,7 +622,7 @@ impl PathBuilder<'_> {
             .map(|c| c.include_system_site_packages)
             .unwrap_or(true);
         if let (Some(cfg_prefix), true) = (&lay.prefix, in_venv) {
-            for d in site_packages(cfg_prefix, v, lay.debian, true) {
+            for d in site_packages(cfg_prefix, v, lay.debian, true, lay.platlibdir()) {
                 self.add_site_dir(d, SysPathOrigin::Site, errors);
             }
         }
@@ -545,7 +647,7 @@ impl PathBuilder<'_> {
                 } else {
                     SysPathOrigin::Site
                 };
-                for d in site_packages(bp, v, lay.debian, in_venv) {
+                for d in site_packages(bp, v, lay.debian, in_venv, lay.platlibdir()) {
                     self.add_site_dir(d, origin, errors);
                 }
             }
@@ -601,7 +703,7 @@ mod tests {
     #[test]
     fn debian_scheme_order() {
         let v = PyVersion::parse_loose("3.11").unwrap();
-        let d = site_packages(Path::new("/usr"), v, true, false);
+        let d = site_packages(Path::new("/usr"), v, true, false, "lib");
         assert_eq!(
             d,
             vec![
@@ -611,8 +713,31 @@ mod tests {
             ]
         );
         assert_eq!(
-            site_packages(Path::new("/opt/py"), v, false, false),
+            site_packages(Path::new("/opt/py"), v, false, false, "lib"),
             vec![PathBuf::from("/opt/py/lib/python3.11/site-packages")]
         );
+        assert_eq!(
+            site_packages(Path::new("/usr"), v, false, false, "lib64"),
+            vec![
+                PathBuf::from("/usr/lib64/python3.11/site-packages"),
+                PathBuf::from("/usr/lib/python3.11/site-packages"),
+            ]
+        );
+    }
+
+    #[test]
+    fn platlibdir_from_sysconfigdata_text() {
+        // The shape of CPython's generated file (pprint of build_time_vars).
+        let text = "build_time_vars = {'ABIFLAGS': '',\n 'PLATLIBDIR': 'lib64',\n 'LIBDIR': '/usr/lib64'}\n";
+        assert_eq!(platlibdir_var(text).as_deref(), Some("lib64"));
+        assert_eq!(
+            platlibdir_var(" 'PLATLIBDIR': 'lib',").as_deref(),
+            Some("lib")
+        );
+        assert_eq!(platlibdir_var(" 'PLATLIBDIR': '../etc',"), None);
+        assert_eq!(platlibdir_var(" 'PLATLIBDIR': '',"), None);
+        assert_eq!(platlibdir_var(" 'PLATLIBDIR': 3,"), None);
+        assert_eq!(platlibdir_var(" 'PLATLIBDIR"), None);
+        assert_eq!(platlibdir_var("'platlibdir': 'lib64'"), None);
     }
 }
