@@ -71,9 +71,15 @@ const FAMILIES: &[(&str, &str)] = &[
         "numpy-abi",
         r"_ARRAY_API not found|numpy\.core\.multiarray failed to import",
     ),
+    // torch.utils.cpp_extension prints this message over two lines (a newline after
+    // "compile"): each line is read on its own and the two events merge under one kind.
     (
         "torch-cuda-mismatch",
-        r"detected CUDA version \((?P<cuda>[\d.]+)\) mismatches the version that was used to compile\s*PyTorch \((?P<torch_cuda>[\d.]+)\)",
+        r"detected CUDA version \((?P<cuda>[\d.]+)\) mismatches the version that was used to compile",
+    ),
+    (
+        "torch-cuda-mismatch",
+        r"PyTorch \((?P<torch_cuda>[\d.]+)\)\. Please make sure to use the same CUDA versions",
     ),
     (
         "torchvision-mismatch",
@@ -144,10 +150,9 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     ("cuda-error", r"CUDA error: (?P<message>[a-z][\w ,'\-]+)"),
     ("cuda-error", r"(?P<name>CUDA_ERROR_[A-Z_]+)"),
-    (
-        "cuda-error",
-        r"cudaError(?:_t)?[ :=]*(?P<name>cudaError\w+)",
-    ),
+    // The runtime's enum name as CUDA samples, cupy and others print it:
+    // `code=35(cudaErrorInsufficientDriver)`, `cudaErrorCompatNotSupportedOnDevice: …`.
+    ("cuda-error", r"\b(?P<name>cudaError[A-Z]\w*)"),
     (
         "driver-too-old",
         r"(?:driver version is insufficient for CUDA runtime version|NVIDIA driver on your system is too old \(found version (?P<driver>\d+)\))",
@@ -487,6 +492,18 @@ fn derive(kind: &str, v: &mut Map<String, Value>) {
             let ours = num(v, "this_process_gib").or(num(v, "reserved_gib"));
             if let (Some(t), Some(f), Some(o)) = (total, free, ours) {
                 v.insert("held_elsewhere_gib".into(), round2((t - f - o).max(0.0)));
+            }
+        }
+        "numpy-abi" => {
+            // `0x10` / `0x1000009` as numbers, so that rules can order them.
+            for k in ["built_abi", "numpy_abi"] {
+                let n = text(v, k).and_then(|h| {
+                    u64::from_str_radix(h.trim_start_matches("0x").trim_start_matches("0X"), 16)
+                        .ok()
+                });
+                if let Some(n) = n {
+                    v.insert(format!("{k}_value"), Value::from(n));
+                }
             }
         }
         "gpu-arch" => {
