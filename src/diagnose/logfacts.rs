@@ -249,7 +249,9 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "tf-checkpoint",
-        r"(?:Key (?P<key>\S+) not found in checkpoint|Unsuccessful TensorSliceReader constructor|Failed to find any matching files for (?P<path>\S+))",
+        // TF prints both on one line: `Unsuccessful TensorSliceReader constructor: Failed to
+        // find any matching files for PATH` (the path alternative comes first so it is read).
+        r"(?:Key (?P<key>\S+) not found in checkpoint|(?:Unsuccessful TensorSliceReader constructor: )?Failed to find any matching files for (?P<path>\S+)|Unsuccessful TensorSliceReader constructor)",
     ),
     // Resolvers.
     (
@@ -686,6 +688,26 @@ mod tests {
             .unwrap_or_else(|| panic!("no {kind} in {text}: {:?}", f.events))
             .values
             .clone()
+    }
+
+    /// Lines as the frameworks print them (produced here or quoted in the corpus): torch's
+    /// two-line CUDA mismatch merges, TF's checkpoint path is read, cudaError names and numpy's
+    /// hex versions come out.
+    #[test]
+    fn formats_read_real_lines_as_printed() {
+        let f = read_text("RuntimeError:\nThe detected CUDA version (12.2) mismatches the version that was used to compile\nPyTorch (11.3). Please make sure to use the same CUDA versions.\n");
+        let v = f.to_value();
+        assert_eq!(v["torch-cuda-mismatch"]["cuda"], "12.2", "{v}");
+        assert_eq!(v["torch-cuda-mismatch"]["torch_cuda"], "11.3", "{v}");
+        let v = one("tensorflow.python.framework.errors_impl.NotFoundError: Unsuccessful TensorSliceReader constructor: Failed to find any matching files for copy/model", "tf-checkpoint");
+        assert_eq!(v["path"], "copy/model");
+        let v = one("CUDA error at bandwidthTest.cu:255 code=35(cudaErrorInsufficientDriver) \"cudaSetDevice(currentDevice)\"", "cuda-error");
+        assert_eq!(v["name"], "cudaErrorInsufficientDriver");
+        let v = one("RuntimeError: module compiled against API version 0x10 but this version of numpy is 0xf . Check the section", "numpy-abi");
+        assert_eq!(
+            (v["built_abi_value"].clone(), v["numpy_abi_value"].clone()),
+            (Value::from(16), Value::from(15))
+        );
     }
 
     #[test]
