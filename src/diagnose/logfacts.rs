@@ -107,7 +107,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "keras-deserialize",
-        r"Could not deserialize class '(?P<class>\w+)'",
+        r"Could not deserialize class '(?P<class>\w+)'(?: because its parent module (?P<module>[\w.]+) cannot be imported)?",
     ),
     (
         "keras-deserialize",
