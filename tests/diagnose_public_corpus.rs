@@ -15,9 +15,10 @@ use envdoctor::rules::RuleSet;
 use serde_json::Value;
 use std::path::PathBuf;
 
-/// Entries ranked first when this test was written (of 115 and 37, 2026-11-27); fewer fails.
-const MIN_TOP1_TRAINING: u32 = 104;
-const MIN_TOP1_HELD_OUT: u32 = 35;
+/// Entries ranked first at the last change (of 124 and 40, 2026-11-27, branch `diag3`; 104 of
+/// 115 and 35 of 37 when this test was written); fewer fails.
+const MIN_TOP1_TRAINING: u32 = 112;
+const MIN_TOP1_HELD_OUT: u32 = 36;
 
 struct Entry {
     path: PathBuf,
@@ -275,29 +276,13 @@ fn validator_python() -> Option<PathBuf> {
 /// each is a format copied from the framework's source or docs, without a log line to prove it.
 /// A format leaves this list when a real or cited line is added for it (the test fails while it
 /// stays listed), and a new format must come with its line.
+/// - torch's pre-2.1 OOM message with the `… allowed;` figure (printed only under
+///   `set_per_process_memory_fraction`): needs a GPU to produce, and no public report quoted here
+///   shows the whole line;
+/// - conda/mamba's `nothing provides X needed by Y`: no conda or mamba on this machine, and the
+///   public reports found name no established cause a shipped rule holds.
 const UNTESTED_FORMATS: &[&str] = &[
-    r#"(?P<object>[\w/.+\-]+): wrong ELF class: (?P<class>ELFCLASS\d+)"#,
-    r#"cannot import name '(?P<name>\w+)' from '(?P<module>[\w.]+)'"#,
-    r#"module compiled against (?:ABI|API) version (?P<built_abi>0x[0-9a-fA-F]+) but this version of numpy is (?P<numpy_abi>0x[0-9a-fA-F]+)"#,
-    r#"_ARRAY_API not found|numpy\.core\.multiarray failed to import"#,
-    r#"detected CUDA version \((?P<cuda>[\d.]+)\) mismatches the version that was used to compile\s*PyTorch \((?P<torch_cuda>[\d.]+)\)"#,
-    r#"PyTorch has CUDA Version=(?P<torch_cuda>[\d.]+) and torchvision has CUDA Version=(?P<vision_cuda>[\d.]+)"#,
-    r#"plugin (?P<plugin>[\w\-]+) version (?P<plugin_version>[\w.+\-]+) is installed, but it is not compatible with the installed jaxlib version (?P<jaxlib>[\w.+\-]+)"#,
-    r#"Unrecognized keyword arguments(?: passed to (?P<layer>\w+))?: [\[{]'(?P<kwarg>\w+)'"#,
-    r#"Error when deserializing class '(?P<class>\w+)'"#,
-    r#"Unknown (?:layer|object|optimizer|activation): '?(?P<class>[\w>]+)"#,
-    r#"Descriptors cannot be created directly|Couldn't build proto file into descriptor pool|cannot import name '(?P<name>\w+)' from 'google\.protobuf"#,
-    r#"failed call to cuInit: (?:[A-Z_]+: CUDA error: [Ff]ailed call to cuInit: )?(?P<name>[A-Z_ ]+?)(?:: (?P<message>[^(]+?))?(?: \((?P<code>\d+)\))?$"#,
-    r#"[Ee]rror (?P<code>\d{1,3}): (?P<message>[a-z][^\n(]*?)(?: \(|$)"#,
-    r#"cudaError(?:_t)?[ :=]*(?P<name>cudaError\w+)"#,
     r#"Tried to allocate (?P<requested>[\d.]+ [KMGT]iB) \(GPU (?P<gpu>\d+); (?P<total>[\d.]+ [KMGT]iB) total capacity; (?P<allocated>[\d.]+ [KMGT]iB) already allocated; (?P<free>[\d.]+ [KMGT]iB) free; (?:(?P<max>[\d.]+ [KMGT]iB) allowed; )?(?P<reserved>[\d.]+ [KMGT]iB) reserved"#,
-    r#"Tried to allocate (?P<requested>[\d.]+ [KMGT]iB)\. GPU (?P<gpu>\d+) has a total capacity of (?P<total>[\d.]+ [KMGT]iB) of which (?P<free>[\d.]+ [KMGT]iB) is free\.(?:.*?Including non-PyTorch memory, this process has (?P<this_process>[\d.]+ [KMGT]iB) memory in use)?"#,
-    r#"OOM when allocating tensor with shape\s*\[?(?P<shape>[\d, ]*)"#,
-    r#"RESOURCE_EXHAUSTED: Out of memory while trying to allocate (?P<requested_bytes>\d+) bytes"#,
-    r#"Found GPU\d* (?P<gpu>[^\n]+?) which is of cuda capability (?P<cc>\d+\.\d+)"#,
-    r#"device: (?P<index>\d+), name: (?P<gpu>[^,]+), pci bus id: [^,]+, compute capability: (?P<cc>\d+\.\d+)"#,
-    r#"(?:Key (?P<key>\S+) not found in checkpoint|Unsuccessful TensorSliceReader constructor|Failed to find any matching files for (?P<path>\S+))"#,
-    r#"requires a different Python: (?P<python>[\d.]+) not in '(?P<python_spec>[^']+)'"#,
     r#"nothing provides (?P<dependency>[^\n]+?) needed by (?P<package>\S+)"#,
 ];
 

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 /// Logs whose cause `diagnose` ranks first on their machine (9 of 9 on 2026-11-27; 2 of 9 when
 /// this test was written, 5 before this change); fewer fails.
 const MIN_TOP1: usize = 9;
-/// The same for [`PRODUCED`] (6 of 6 on 2026-11-27).
-const MIN_TOP1_PRODUCED: usize = 6;
+/// The same for [`PRODUCED`] (18 of 18 on 2026-11-27, branch `diag3`; 6 of 6 before its 12 were
+/// added).
+const MIN_TOP1_PRODUCED: usize = 18;
 
 struct Case {
     stem: String,
@@ -165,6 +166,10 @@ struct Produced {
     stem: &'static str,
     /// Where it breaks.
     venv: &'static [&'static str],
+    /// Wheels added with `pip install --no-deps` to a hard-linked copy of `venv` (a package
+    /// another release of its dependencies wrote for, as `--no-deps` or a second resolver run
+    /// leaves it); the code runs in that copy.
+    add: &'static [&'static str],
     /// (venv, code) run first in the working directory: writes the file the failing code reads.
     setup: Option<(&'static [&'static str], &'static str)>,
     /// (requirement, file, Python version) of a real old wheel in the cache's `wheels/` that the
@@ -180,9 +185,28 @@ struct Produced {
 
 const MYNET: &str = "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.l = torch.nn.Linear(2, 2)\n";
 
+/// A custom Keras layer, defined in the writer's code only.
+const MYLAYER: &str = "import keras\nclass Scale(keras.layers.Layer):\n    def call(self, x):\n        return x * 2.0\n";
+
+/// A 32-bit shared object: an empty ELFCLASS32 library (binutils only, no 32-bit libc needed).
+const ELF32: &str = "import subprocess\nsubprocess.check_call(['as', '--32', '-o', 'fast.o', '/dev/null'])\nsubprocess.check_call(['ld', '-m', 'elf_i386', '-shared', '-o', 'libfast.so', 'fast.o'])";
+
+/// A small functional model saved by the venv's Keras as `model.keras` and `model.h5`.
+const KERAS3_SAVE: &str = "import keras\ninp = keras.Input(shape=(4,))\nm = keras.Model(inp, keras.layers.Dense(2)(inp))\nm.save('model.keras')\nm.save('model.h5')";
+
+/// A TF1 name-based checkpoint `ckpt/model` holding `dense/kernel`.
+const TF1_SAVE: &str = "import tensorflow as tf\ntf.compat.v1.disable_eager_execution()\ntf.compat.v1.get_variable('dense/kernel', shape=[2, 2])\nsaver = tf.compat.v1.train.Saver()\nwith tf.compat.v1.Session() as s:\n    s.run(tf.compat.v1.global_variables_initializer())\n    saver.save(s, 'ckpt/model')";
+
+/// [`TF1_SAVE`], then `copy/` with only its `checkpoint` state file and `model.meta`.
+const TF1_SAVE_PARTIAL_COPY: &str = concat!(
+    "import tensorflow as tf\ntf.compat.v1.disable_eager_execution()\ntf.compat.v1.get_variable('dense/kernel', shape=[2, 2])\nsaver = tf.compat.v1.train.Saver()\nwith tf.compat.v1.Session() as s:\n    s.run(tf.compat.v1.global_variables_initializer())\n    saver.save(s, 'ckpt/model')",
+    "\nimport os, shutil\nos.mkdir('copy')\nfor f in ['checkpoint', 'model.meta']:\n    shutil.copy(os.path.join('ckpt', f), 'copy')"
+);
+
 const PRODUCED: &[Produced] = &[
     Produced {
         stem: "numpy2-pandas-built-for-numpy1",
+        add: &[],
         venv: &["numpy==2.0.2", "pandas==2.0.3", "h5py==3.10.0"],
         setup: None,
         wheel: None,
@@ -194,6 +218,7 @@ const PRODUCED: &[Produced] = &[
     },
     Produced {
         stem: "pickle-from-numpy2-read-with-numpy1",
+        add: &[],
         venv: &["numpy==1.26.4", "scikit-learn==1.3.2", "pandas==2.1.4"],
         setup: Some((
             &["numpy==2.0.2", "pandas==2.2.2", "h5py==3.11.0"],
@@ -208,6 +233,7 @@ const PRODUCED: &[Produced] = &[
     },
     Produced {
         stem: "torch-load-weights-only-custom-class",
+        add: &[],
         venv: &["torch==2.6.0"],
         setup: Some((
             &["torch==2.6.0"],
@@ -222,6 +248,7 @@ const PRODUCED: &[Produced] = &[
     },
     Produced {
         stem: "torch-cuda-tensor-without-driver",
+        add: &[],
         venv: &["torch==2.6.0"],
         setup: None,
         wheel: None,
@@ -233,6 +260,7 @@ const PRODUCED: &[Produced] = &[
     },
     Produced {
         stem: "tensorflow-gpu-assumed-without-driver",
+        add: &[],
         venv: &["tensorflow[and-cuda]==2.21.0"],
         setup: None,
         wheel: None,
@@ -244,6 +272,7 @@ const PRODUCED: &[Produced] = &[
     },
     Produced {
         stem: "pip-tensorflow-gpu-1.15-on-python-3.11",
+        add: &[],
         venv: &["torch==2.6.0"],
         setup: None,
         wheel: Some((
@@ -256,6 +285,157 @@ const PRODUCED: &[Produced] = &[
         cause: &["pip-no-wheel-for-python"],
         what: "pip install tensorflow-gpu==1.15.5 (wheels for CPython 3.7 only) from a Python 3.11",
         report: "https://github.com/tensorflow/tensorflow/issues/60512",
+    },
+    Produced {
+        stem: "elf32-library-loaded-by-64-bit-python",
+        add: &[],
+        venv: &["torch==2.6.0"],
+        setup: Some((&["torch==2.6.0"], ELF32)),
+        wheel: None,
+        files: &[],
+        code: "import ctypes, os\nctypes.CDLL(os.path.abspath('libfast.so'))",
+        cause: &["library-file-broken", "library-load-fails"],
+        what: "a 32-bit (ELFCLASS32) shared library, assembled with `as --32` and linked with `ld -m elf_i386`, loaded by a 64-bit CPython with ctypes",
+        report: "https://github.com/TA-Lib/ta-lib-python/issues/273",
+    },
+    Produced {
+        stem: "numpy2-numexpr-built-for-numpy1",
+        add: &[],
+        venv: &["numpy==2.0.2", "numexpr==2.8.4"],
+        setup: None,
+        wheel: None,
+        files: &[],
+        code: "import numexpr",
+        cause: &[
+            "extension-built-against-numpy1",
+            "numpy2-with-numpy1-build",
+            "numpy2-with-numpy1-built-extension",
+        ],
+        what: "numexpr 2.8.4 (its C extension built against NumPy 1.x) imported under numpy 2.0.2",
+        report: "https://github.com/pytorch/pytorch/issues/132179",
+    },
+    Produced {
+        stem: "protobuf4-with-pb2-from-protoc-3",
+        add: &["googleapis-common-protos==1.52.0"],
+        venv: &["protobuf==4.25.3"],
+        setup: None,
+        wheel: None,
+        files: &[],
+        code: "import google.type.date_pb2",
+        cause: &["protobuf4-with-old-generated-pb2"],
+        what: "googleapis-common-protos 1.52.0 (_pb2 modules generated by protoc 3) imported under protobuf 4.25.3",
+        report: "https://github.com/protocolbuffers/protobuf/issues/10051",
+    },
+    Produced {
+        stem: "protobuf4-with-pb2-from-newer-protoc",
+        add: &["googleapis-common-protos==1.76.0"],
+        venv: &["protobuf==4.25.3"],
+        setup: None,
+        wheel: None,
+        files: &[],
+        code: "import google.type.date_pb2",
+        cause: &["protobuf-older-than-generated-pb2"],
+        what: "googleapis-common-protos 1.76.0 (_pb2 modules generated by a protoc that needs protobuf >= 6.33.5) imported under protobuf 4.25.3",
+        report: "https://github.com/feast-dev/feast/issues/4437",
+    },
+    Produced {
+        stem: "jax-cuda12-plugin-0.10.1-with-jaxlib-0.10.2",
+        add: &[],
+        venv: &["jax==0.10.2", "jax-cuda12-plugin==0.10.1"],
+        setup: None,
+        wheel: None,
+        files: &[],
+        code: "import jax\njax.devices('cuda')",
+        cause: &["jax-cuda-plugin-version-differs"],
+        what: "jax-cuda12-plugin 0.10.1 next to jax/jaxlib 0.10.2 (pip resolves the pair: the plugin pins no jaxlib), asked for CUDA devices",
+        report: "https://github.com/jax-ml/jax/issues/24901",
+    },
+    Produced {
+        stem: "keras3-h5-read-by-tf-keras",
+        add: &["tf_keras==2.21.0"],
+        venv: &["tensorflow[and-cuda]==2.21.0"],
+        setup: Some((&["tensorflow[and-cuda]==2.21.0"], KERAS3_SAVE)),
+        wheel: None,
+        files: &[],
+        code: "import tf_keras\ntf_keras.models.load_model('model.h5')",
+        cause: &["ckpt-keras3-file-with-keras2"],
+        what: "an .h5 model saved by Keras 3.15 (TensorFlow 2.21) loaded with tf_keras 2.21 (Keras 2)",
+        report: "https://github.com/keras-team/keras/issues/18709",
+    },
+    Produced {
+        stem: "keras3-file-read-by-tf-keras",
+        add: &["tf_keras==2.21.0"],
+        venv: &["tensorflow[and-cuda]==2.21.0"],
+        setup: Some((&["tensorflow[and-cuda]==2.21.0"], KERAS3_SAVE)),
+        wheel: None,
+        files: &[],
+        code: "import tf_keras\ntf_keras.models.load_model('model.keras')",
+        cause: &["ckpt-keras3-file-with-keras2"],
+        what: "a .keras model saved by Keras 3.15 (TensorFlow 2.21) loaded with tf_keras 2.21 (Keras 2)",
+        report: "https://github.com/keras-team/keras/issues/18709",
+    },
+    Produced {
+        stem: "keras-3.15-file-read-by-keras-3.3",
+        add: &["keras==3.3.3"],
+        venv: &["tensorflow[and-cuda]==2.21.0"],
+        setup: Some((&["tensorflow[and-cuda]==2.21.0"], KERAS3_SAVE)),
+        wheel: None,
+        files: &[],
+        code: "import keras\nkeras.models.load_model('model.keras')",
+        cause: &["ckpt-keras-file-newer-keras"],
+        what: "a .keras model saved by Keras 3.15 loaded with Keras 3.3.3 (its Dense has no `quantization_config`)",
+        report: "https://github.com/tensorflow/tensorflow/issues/45135",
+    },
+    Produced {
+        stem: "keras-h5-custom-layer-not-registered",
+        add: &[],
+        venv: &["tensorflow[and-cuda]==2.21.0"],
+        setup: Some((
+            &["tensorflow[and-cuda]==2.21.0"],
+            "import keras, mylayer\ninp = keras.Input(shape=(4,))\nkeras.Model(inp, mylayer.Scale()(inp)).save('custom.h5')",
+        )),
+        wheel: None,
+        files: &[("mylayer.py", MYLAYER)],
+        code: "import keras\nkeras.models.load_model('custom.h5')",
+        cause: &["keras-custom-object-not-registered"],
+        what: "an .h5 model with a custom layer (not registered) saved and loaded by Keras 3.15 without `custom_objects`",
+        report: "https://github.com/keras-team/keras/issues/8612",
+    },
+    Produced {
+        stem: "tf1-saver-checkpoint-other-variable-names",
+        add: &[],
+        venv: &["tensorflow[and-cuda]==2.21.0"],
+        setup: Some((&["tensorflow[and-cuda]==2.21.0"], TF1_SAVE)),
+        wheel: None,
+        files: &[],
+        code: "import tensorflow as tf\ntf.compat.v1.disable_eager_execution()\ntf.compat.v1.get_variable('dense_1/kernel', shape=[2, 2])\nsaver = tf.compat.v1.train.Saver()\nwith tf.compat.v1.Session() as s:\n    saver.restore(s, 'ckpt/model')",
+        cause: &["ckpt-tf1-name-based-with-tf2"],
+        what: "a TF1 name-based checkpoint (tf.compat.v1 Saver, `dense/kernel`) restored by TensorFlow 2.21 into a graph that names it `dense_1/kernel`",
+        report: "https://github.com/tensorflow/models/issues/5625",
+    },
+    Produced {
+        stem: "tf-checkpoint-files-not-copied",
+        add: &[],
+        venv: &["tensorflow[and-cuda]==2.21.0"],
+        setup: Some((&["tensorflow[and-cuda]==2.21.0"], TF1_SAVE_PARTIAL_COPY)),
+        wheel: None,
+        files: &[],
+        code: "import tensorflow as tf\ntf.train.load_checkpoint('copy/model')",
+        cause: &["ckpt-tf-shards-missing", "ckpt-latest-missing"],
+        what: "a checkpoint directory copied without its `model.index` and data shard (only `checkpoint` and `model.meta`), read by TensorFlow 2.21",
+        report: "https://github.com/tensorflow/tensorflow/issues/7547",
+    },
+    Produced {
+        stem: "pip-django-6-on-python-3.11",
+        add: &[],
+        venv: &["torch==2.6.0"],
+        setup: None,
+        wheel: Some(("django==6.0", "django-6.0-py3-none-any.whl", "312")),
+        files: &[],
+        code: "import subprocess, sys\nsys.exit(subprocess.call([sys.executable, '-m', 'pip', 'install', '--disable-pip-version-check', '--no-index', '--no-deps', '{WHEELS}/django-6.0-py3-none-any.whl']))",
+        cause: &["pip-no-wheel-for-python"],
+        what: "pip install of the Django 6.0 wheel (Requires-Python >=3.12) from a Python 3.11",
+        report: "https://github.com/openedx/edx-cookiecutters/issues/555",
     },
 ];
 
@@ -287,9 +467,19 @@ fn produced_failures_rank_their_cause_first_where_they_broke() {
     let out_dir = crate::common::machine::repo("fixtures/logs/reality/produced");
     let (mut top1, mut lines) = (0, vec![]);
     for p in PRODUCED {
-        let Some(venv) = pypi::need(&p.venv.join(" "), pypi::cached_venv(p.venv)) else {
+        let Some(mut venv) = pypi::need(&p.venv.join(" "), pypi::cached_venv(p.venv)) else {
             return;
         };
+        if !p.add.is_empty() {
+            let dir = reality::root()
+                .join("venvs")
+                .join(format!("produced--{}", p.stem));
+            let none: &[&str] = &[];
+            let Some(_) = pypi::need(p.stem, reality::venv_copy(&venv, &dir, none, p.add)) else {
+                return;
+            };
+            venv = dir;
+        }
         let work = tempfile::tempdir().unwrap();
         for (name, text) in p.files {
             std::fs::write(work.path().join(name), text).unwrap();
@@ -360,7 +550,7 @@ fn produced_failures_rank_their_cause_first_where_they_broke() {
                 .replace(&pypi::cache_dir().to_string_lossy().into_owned(), "$CACHE");
             std::fs::write(out_dir.join(format!("{}.log", p.stem)), text).unwrap();
             let sidecar = serde_json::json!({
-                "venv": p.venv, "setup": p.setup.map(|(r, c)| serde_json::json!({"venv": r, "code": c})),
+                "venv": p.venv, "add": p.add, "setup": p.setup.map(|(r, c)| serde_json::json!({"venv": r, "code": c})),
                 "code": p.code, "what": p.what, "report": p.report, "rules": p.cause, "status": status,
             });
             std::fs::write(

@@ -71,9 +71,15 @@ const FAMILIES: &[(&str, &str)] = &[
         "numpy-abi",
         r"_ARRAY_API not found|numpy\.core\.multiarray failed to import",
     ),
+    // torch.utils.cpp_extension prints this message over two lines (a newline after
+    // "compile"): each line is read on its own and the two events merge under one kind.
     (
         "torch-cuda-mismatch",
-        r"detected CUDA version \((?P<cuda>[\d.]+)\) mismatches the version that was used to compile\s*PyTorch \((?P<torch_cuda>[\d.]+)\)",
+        r"detected CUDA version \((?P<cuda>[\d.]+)\) mismatches the version that was used to compile",
+    ),
+    (
+        "torch-cuda-mismatch",
+        r"PyTorch \((?P<torch_cuda>[\d.]+)\)\. Please make sure to use the same CUDA versions",
     ),
     (
         "torchvision-mismatch",
@@ -101,7 +107,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "keras-deserialize",
-        r"Could not deserialize class '(?P<class>\w+)'",
+        r"Could not deserialize class '(?P<class>\w+)'(?: because its parent module (?P<module>[\w.]+) cannot be imported)?",
     ),
     (
         "keras-deserialize",
@@ -144,10 +150,9 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     ("cuda-error", r"CUDA error: (?P<message>[a-z][\w ,'\-]+)"),
     ("cuda-error", r"(?P<name>CUDA_ERROR_[A-Z_]+)"),
-    (
-        "cuda-error",
-        r"cudaError(?:_t)?[ :=]*(?P<name>cudaError\w+)",
-    ),
+    // The runtime's enum name as CUDA samples, cupy and others print it:
+    // `code=35(cudaErrorInsufficientDriver)`, `cudaErrorCompatNotSupportedOnDevice: …`.
+    ("cuda-error", r"\b(?P<name>cudaError[A-Z]\w*)"),
     (
         "driver-too-old",
         r"(?:driver version is insufficient for CUDA runtime version|NVIDIA driver on your system is too old \(found version (?P<driver>\d+)\))",
@@ -244,7 +249,9 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "tf-checkpoint",
-        r"(?:Key (?P<key>\S+) not found in checkpoint|Unsuccessful TensorSliceReader constructor|Failed to find any matching files for (?P<path>\S+))",
+        // TF prints both on one line: `Unsuccessful TensorSliceReader constructor: Failed to
+        // find any matching files for PATH` (the path alternative comes first so it is read).
+        r"(?:Key (?P<key>\S+) not found in checkpoint|(?:Unsuccessful TensorSliceReader constructor: )?Failed to find any matching files for (?P<path>\S+)|Unsuccessful TensorSliceReader constructor)",
     ),
     // Resolvers.
     (
@@ -489,6 +496,18 @@ fn derive(kind: &str, v: &mut Map<String, Value>) {
                 v.insert("held_elsewhere_gib".into(), round2((t - f - o).max(0.0)));
             }
         }
+        "numpy-abi" => {
+            // `0x10` / `0x1000009` as numbers, so that rules can order them.
+            for k in ["built_abi", "numpy_abi"] {
+                let n = text(v, k).and_then(|h| {
+                    u64::from_str_radix(h.trim_start_matches("0x").trim_start_matches("0X"), 16)
+                        .ok()
+                });
+                if let Some(n) = n {
+                    v.insert(format!("{k}_value"), Value::from(n));
+                }
+            }
+        }
         "gpu-arch" => {
             if let Some(sm) = text(v, "sm") {
                 if let Ok(n) = sm.parse::<u32>() {
@@ -669,6 +688,26 @@ mod tests {
             .unwrap_or_else(|| panic!("no {kind} in {text}: {:?}", f.events))
             .values
             .clone()
+    }
+
+    /// Lines as the frameworks print them (produced here or quoted in the corpus): torch's
+    /// two-line CUDA mismatch merges, TF's checkpoint path is read, cudaError names and numpy's
+    /// hex versions come out.
+    #[test]
+    fn formats_read_real_lines_as_printed() {
+        let f = read_text("RuntimeError:\nThe detected CUDA version (12.2) mismatches the version that was used to compile\nPyTorch (11.3). Please make sure to use the same CUDA versions.\n");
+        let v = f.to_value();
+        assert_eq!(v["torch-cuda-mismatch"]["cuda"], "12.2", "{v}");
+        assert_eq!(v["torch-cuda-mismatch"]["torch_cuda"], "11.3", "{v}");
+        let v = one("tensorflow.python.framework.errors_impl.NotFoundError: Unsuccessful TensorSliceReader constructor: Failed to find any matching files for copy/model", "tf-checkpoint");
+        assert_eq!(v["path"], "copy/model");
+        let v = one("CUDA error at bandwidthTest.cu:255 code=35(cudaErrorInsufficientDriver) \"cudaSetDevice(currentDevice)\"", "cuda-error");
+        assert_eq!(v["name"], "cudaErrorInsufficientDriver");
+        let v = one("RuntimeError: module compiled against API version 0x10 but this version of numpy is 0xf . Check the section", "numpy-abi");
+        assert_eq!(
+            (v["built_abi_value"].clone(), v["numpy_abi_value"].clone()),
+            (Value::from(16), Value::from(15))
+        );
     }
 
     #[test]

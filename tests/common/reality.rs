@@ -292,33 +292,47 @@ pub fn venv_for(
         return Ok((base.to_path_buf(), format!("{}|{base_key}", base.display())));
     }
     let dir = root().join("venvs").join(format!("{}--{}", fw.id, p.id));
+    let key = venv_copy(base, &dir, &p.uninstall, &p.install)?;
+    Ok((dir.clone(), format!("{}|{key}", dir.display())))
+}
+
+/// `dir`: a hard-linked copy of the venv `base` (`cp -a --link`, made once and kept while its
+/// key holds) with `uninstall` removed and `install` added by pip (`--no-deps`, each wheel
+/// downloaded once by [`wheel`]). Returns its key (base, uninstall, install).
+pub fn venv_copy<S: AsRef<str>>(
+    base: &Path,
+    dir: &Path,
+    uninstall: &[S],
+    install: &[S],
+) -> Result<String, String> {
+    let base_key = std::fs::read_to_string(base.join(".complete")).unwrap_or_default();
     let done = dir.join(".complete");
+    let names = |v: &[S]| v.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(" ");
     let key = format!(
         "{}|{base_key}|uninstall {}|install {}",
         base.display(),
-        p.uninstall.join(" "),
-        p.install.join(" ")
+        names(uninstall),
+        names(install)
     );
     if std::fs::read_to_string(&done).is_ok_and(|k| k == key) {
-        relocate(base, &dir)?;
-        return Ok((dir.clone(), format!("{}|{key}", dir.display())));
+        relocate(base, dir)?;
+        return Ok(key);
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    io(&dir, std::fs::create_dir_all(dir.parent().unwrap()))?;
-    pypi::run(
-        Command::new("cp")
-            .args(["-a", "--link"])
-            .arg(base)
-            .arg(&dir),
-    )?;
+    let _ = std::fs::remove_dir_all(dir);
+    io(dir, std::fs::create_dir_all(dir.parent().unwrap()))?;
+    pypi::run(Command::new("cp").args(["-a", "--link"]).arg(base).arg(dir))?;
     let _ = std::fs::remove_file(&done);
-    relocate(base, &dir)?;
+    relocate(base, dir)?;
     let py = dir.join("bin/python");
-    if !p.uninstall.is_empty() {
-        pypi::run(pypi::pip(&py).args(["uninstall", "-y"]).args(&p.uninstall))?;
+    if !uninstall.is_empty() {
+        pypi::run(
+            pypi::pip(&py)
+                .args(["uninstall", "-y"])
+                .args(uninstall.iter().map(AsRef::as_ref)),
+        )?;
     }
-    for req in &p.install {
-        let w = wheel(req)?;
+    for req in install {
+        let w = wheel(req.as_ref())?;
         pypi::run(
             pypi::pip(&py)
                 .args(["install", "--no-deps", "--no-index"])
@@ -326,7 +340,7 @@ pub fn venv_for(
         )?;
     }
     io(&done, std::fs::write(&done, &key))?;
-    Ok((dir.clone(), format!("{}|{key}", dir.display())))
+    Ok(key)
 }
 
 /// A copied venv's scripts (`bin/pip`'s shebang, `activate`) name the venv they were made in:
