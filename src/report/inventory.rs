@@ -120,10 +120,7 @@ pub fn job_python(snap: &Snapshot) -> Option<(&Python, String)> {
         py.sources
             .iter()
             .filter(|s| matches!(s.kind, SourceKind::Path | SourceKind::PyenvShim))
-            .filter_map(|s| {
-                let n = s.detail.split("PATH entry ").nth(1)?;
-                n.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
-            })
+            .filter_map(|s| s.path_entry)
             .min()
             .unwrap_or(usize::MAX)
     };

@@ -17,6 +17,7 @@
 pub mod checkpoint;
 pub mod cuda;
 pub mod expect;
+pub mod family;
 pub mod extensions;
 pub mod gpu;
 pub mod host;
@@ -402,9 +403,12 @@ impl Snapshot {
     fn derive_missing(&mut self) {
         use crate::probe::python::derived;
         for py in &mut self.pythons {
+            for s in &mut py.sources {
+                s.derive_path_fields();
+            }
             for p in &mut py.packages {
                 if p.family.is_none() {
-                    p.family = derived::family_of(&p.name);
+                    p.family = family::family_of(&p.name);
                 }
             }
         }
