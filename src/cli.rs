@@ -596,7 +596,7 @@ fn rules_and_facts(
             .spawn_scoped(s, compile);
         let snap = match &args.from {
             Some(path) => {
-                crate::timings::span("read snapshot", || crate::Snapshot::read_file(path))
+                crate::timings::span("read snapshot", || crate::Snapshot::load(path))
             }
             None => args.probe.to_options().and_then(|mut opts| {
                 args.probe.check_named(&opts)?;

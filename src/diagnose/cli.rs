@@ -125,11 +125,7 @@ fn finish(scan: super::Scan, rules: &RuleSet, f: &FactArgs, shown: &str) -> Resu
         match &f.from {
             Some(path) => {
                 let s = path.display().to_string();
-                // Capped as `check --from` and `compare` are (ENVDOCTOR_MAX_SNAPSHOT_MIB).
-                let bytes = crate::snapshot::read_capped(path)?;
-                let text = String::from_utf8(bytes)
-                    .map_err(|_| Error::input(&s, "cannot read snapshot: not UTF-8 text"))?;
-                let snap = crate::Snapshot::from_json(&text, &s)?;
+                let snap = crate::Snapshot::load(path)?;
                 (
                     serde_json::to_value(&snap).unwrap_or_default(),
                     format!("snapshot {s}"),

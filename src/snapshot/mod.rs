@@ -142,6 +142,9 @@ impl ProbeError {
     }
 }
 
+/// What a snapshot file is, said with every error reading one.
+pub const LOAD_HINT: &str = "snapshots are the files `envdoctor snapshot -o FILE` writes";
+
 /// Default cap on a snapshot file read by `check --from` and `compare` (a machine with
 /// thousands of packages writes a few MiB).
 pub const DEFAULT_MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
@@ -319,15 +322,24 @@ impl Snapshot {
         w.flush()
     }
 
-    /// Read and parse a snapshot file (`check --from`, `compare`), at most
-    /// [`max_input_bytes`] of it: the typed parse first (no intermediate JSON tree, so memory
-    /// stays near the file's size), [`Snapshot::from_json`]'s messages when it fails.
-    pub fn read_file(path: &std::path::Path) -> Result<Snapshot, crate::Error> {
+    /// The one door for a snapshot file (`check --from`, `compare`, `diagnose --from`): at most
+    /// [`max_input_bytes`] of it read, the typed parse first (no intermediate JSON tree, so
+    /// memory stays near the file's size), [`Snapshot::from_json`]'s messages when it fails, the
+    /// derived facts an older snapshot lacks filled in, and every error but "newer than this
+    /// envdoctor" carrying the hint that says what a snapshot file is.
+    pub fn load(path: &std::path::Path) -> Result<Snapshot, crate::Error> {
         let what = path.display().to_string();
-        let bytes = read_capped(path)?;
+        let hint = |e: crate::Error| {
+            if e.message.contains("newer than") {
+                e
+            } else {
+                e.with_hint(LOAD_HINT)
+            }
+        };
+        let bytes = read_capped(path).map_err(hint)?;
         let text = std::str::from_utf8(&bytes)
-            .map_err(|_| crate::Error::input(&what, "not UTF-8 text, so not a snapshot"))?;
-        Snapshot::from_json_fast(text, &what)
+            .map_err(|_| hint(crate::Error::input(&what, "not UTF-8 text, so not a snapshot")))?;
+        Snapshot::from_json_fast(text, &what).map_err(hint)
     }
 
     /// [`Snapshot::from_json`] that tries the typed parse first.
