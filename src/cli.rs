@@ -337,6 +337,15 @@ pub enum RulesCommand {
     Test(RulesFilesArgs),
     /// Validate rule files and report style problems (missing tests, references, ...).
     Lint(RulesFilesArgs),
+    /// List every fact path rules can read, with the snapshot schema's description of it.
+    Facts(RulesFactsArgs),
+}
+
+/// `envdoctor rules facts`.
+#[derive(Debug, Args)]
+pub struct RulesFactsArgs {
+    /// Only the paths that start with this (`pythons[].packages`, `libraries[]`, `gpus`).
+    pub prefix: Option<String>,
 }
 
 /// `envdoctor rules list`.
@@ -768,6 +777,17 @@ fn rules_cmd(cmd: RulesCommand) -> Result<Exit, Error> {
             let lay = Layout::new(crate::report::layout::stdout_width(), None, None);
             out(&lay.wrap_lines(&crate::report::rules::test_text(&set, &results)))?;
             Ok(Exit::found_if(failed > 0))
+        }
+        RulesCommand::Facts(a) => {
+            let paths = crate::rules::path::SchemaWalker::default().fact_paths();
+            let prefix = a.prefix.as_deref().unwrap_or("");
+            let text = crate::report::rules::facts_text(&paths, prefix);
+            if text.is_empty() {
+                return Err(Error::input(prefix, "no fact path starts with this")
+                    .with_hint("`envdoctor rules facts` lists them all"));
+            }
+            out(&text)?;
+            Ok(Exit::Success)
         }
         RulesCommand::Lint(a) => {
             let set = load_for_files(&a.paths, &a.rules)?;
