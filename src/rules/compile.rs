@@ -934,7 +934,12 @@ mod tests {
     fn sections_are_the_snapshots_top_level_fields() {
         // The snapshot's own metadata is not a section rules read; `log` is what `diagnose`
         // reads from a log, not a snapshot field.
-        const METADATA: &[&str] = &["schema_version", "envdoctor_version", "collected_at", "root"];
+        const METADATA: &[&str] = &[
+            "schema_version",
+            "envdoctor_version",
+            "collected_at",
+            "root",
+        ];
         let schema = crate::rules::path::snapshot_schema();
         let mut fields: Vec<&str> = schema["properties"]
             .as_object()

@@ -94,7 +94,11 @@ pub const PACKAGES: &[Row] = &[
     ),
     // Nightly variants not listed by name (`tf-nightly-rocm`).
     row(Names::Prefix("tf-nightly-"), Some("tensorflow"), Some(TF)),
-    row(Names::Exact(&["keras", "keras-nightly"]), Some("keras"), None),
+    row(
+        Names::Exact(&["keras", "keras-nightly"]),
+        Some("keras"),
+        None,
+    ),
     row(
         Names::Exact(&["torch"]),
         Some("torch"),
@@ -332,11 +336,17 @@ mod tests {
         for n in ["requests", "six", "idna"] {
             assert!(!is_ml(n), "{n}");
         }
-        assert_eq!(scan("onnxruntime-gpu").map(|s| s.framework), Some("onnxruntime"));
+        assert_eq!(
+            scan("onnxruntime-gpu").map(|s| s.framework),
+            Some("onnxruntime")
+        );
         assert_eq!(scan("onnxruntime"), None);
         assert_eq!(scan("cupy-cuda110").map(|s| s.framework), Some("cupy"));
         assert_eq!(scan("cupy"), None);
-        assert_eq!(scan("jax-cuda12-pjrt").map(|s| s.modules[0]), Some("jax_plugins/xla_cuda12"));
+        assert_eq!(
+            scan("jax-cuda12-pjrt").map(|s| s.modules[0]),
+            Some("jax_plugins/xla_cuda12")
+        );
         assert_eq!(scan("jax"), None);
         assert_eq!(scan("torchvision"), None);
     }

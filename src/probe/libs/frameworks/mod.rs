@@ -462,9 +462,13 @@ pub(crate) fn read_text(root: &Root, path: &Path, errors: &mut Vec<ProbeError>) 
 /// A Python literal we understand.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PyValue {
+    /// A string.
     Str(String),
+    /// `True` or `False`.
     Bool(bool),
+    /// A list or tuple of strings.
     List(Vec<String>),
+    /// `None`.
     None,
 }
 
