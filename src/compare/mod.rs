@@ -19,7 +19,6 @@
 //! come from a pluggable function (`verdicts` of [`compare`]): the CLI (`cli.rs`) passes the rule
 //! pack, and this module does not depend on the rule engine.
 
-pub mod cli;
 pub mod facts;
 pub mod fleet;
 pub mod lock;

@@ -389,11 +389,10 @@ fn python_line(snap: &Snapshot, job: Option<&(&Python, String)>, findings: &[Fin
         mark: worst(findings, |p| p.starts_with(&key)),
         area: "Python".into(),
         text: format!(
-            "{} {} ({why}; {} interpreter{} found)",
+            "{} {} ({why}; {} found)",
             py.path,
             py.version.as_deref().unwrap_or("(version unknown)"),
-            snap.pythons.len(),
-            if snap.pythons.len() == 1 { "" } else { "s" }
+            crate::plural::plural(snap.pythons.len(), "interpreter")
         ),
         detail: others,
     }

@@ -16,9 +16,10 @@
 
 pub mod checkpoint;
 pub mod cuda;
+pub mod derived;
 pub mod expect;
-pub mod family;
 pub mod extensions;
+pub mod family;
 pub mod gpu;
 pub mod host;
 pub mod libs;
@@ -139,6 +140,13 @@ impl ProbeError {
     /// From a [`crate::root::RootError`], which names its path.
     pub fn from_root(probe: &str, err: &crate::root::RootError) -> Self {
         ProbeError::at(probe, err.path(), err.to_string())
+    }
+
+    /// Whether this problem leaves the snapshot incomplete: a probe (or part of one) that
+    /// failed, panicked or ran out of time, as opposed to one named file that could not be read
+    /// (that file is a fact: "this checkpoint is corrupt"). Probe-level problems carry no path.
+    pub fn is_incomplete(&self) -> bool {
+        self.path.is_none()
     }
 }
 
@@ -337,8 +345,12 @@ impl Snapshot {
             }
         };
         let bytes = read_capped(path).map_err(hint)?;
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|_| hint(crate::Error::input(&what, "not UTF-8 text, so not a snapshot")))?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| {
+            hint(crate::Error::input(
+                &what,
+                "not UTF-8 text, so not a snapshot",
+            ))
+        })?;
         Snapshot::from_json_fast(text, &what).map_err(hint)
     }
 
@@ -413,7 +425,7 @@ impl Snapshot {
     /// rules that read them judge it as they judge a fresh one: each package's `family`, and,
     /// when no interpreter has roles, the roles and IDE drift.
     fn derive_missing(&mut self) {
-        use crate::probe::python::derived;
+        use self::derived;
         for py in &mut self.pythons {
             for s in &mut py.sources {
                 s.derive_path_fields();
