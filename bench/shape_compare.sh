@@ -7,14 +7,16 @@
 # Inputs: every fixture machine (`check` text and JSON, `snapshot`, `report`), every saved
 # snapshot (`check --from` text and JSON, `compare` of the pair and of the fleet in text,
 # Markdown and JSON), every log under fixtures/logs (`diagnose` text and JSON on an empty machine,
-# and JSON on the saved snapshot `a.json`), every shipped rule (`explain`, `rules show`), and
+# and JSON on the saved snapshot `a.json`), every shipped rule (`explain`), and
 # `rules list`/`lint`/`test`. Both binaries run under the same clean environment with the same
 # name (usage lines print argv[0]); the only masked fields are the clock (`collected_at`,
-# durations). Prints one line per differing output and a unified diff of the first few; exits 0
-# when every output is the same, 1 otherwise. KEEP=1 keeps the work directory. CACHE=DIR keeps
-# each binary's outputs in DIR/<sha256 of the binary> and reuses them on the next run (a debug
-# build takes about 25 minutes for both sides on a loaded 2-core machine). SAMPLE=N keeps every
-# Nth log and rule (default 1: all of them).
+# diagnose's "the facts were collected at", durations). Prints one line per differing output
+# and a unified diff of the first few; exits 0 when every output is the same, 1 otherwise.
+# KEEP=1 keeps the work directory. CACHE=DIR keeps each binary's outputs in DIR/<its sha256> and
+# reuses them on the next run (both sides took about 25 minutes of a loaded 2-core machine with
+# debug builds). SAMPLE=N keeps every Nth log and rule (default 1: all of them; the diagnose
+# logs of fixtures/logs/*.log on a.json are always all run). Reuse a CACHE only from complete
+# runs: an interrupted run leaves partial outputs that read as differences.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OLD=$(readlink -f "$1")
@@ -85,7 +87,7 @@ run_one() { # SIDE NAME ARGS...
   (cd "$REPO" && env -i PATH=/usr/bin:/bin HOME="$WORK/home" LANG=C.UTF-8 NO_COLOR=1 COLUMNS=100 \
     "$WORK/$side/envdoctor" "$@" >"$WORK/out/$side/$name" 2>"$WORK/out/$side/$name.err" </dev/null
     echo "exit $?" >>"$WORK/out/$side/$name.err") || true
-  sed -i -E 's/"collected_at": *"[^"]*"/"collected_at": "T"/; s/("(duration|elapsed)[a-z_]*"): *[0-9.]+/\1: 0/; s/[0-9]+(\.[0-9]+)? ?(ms|s)\b/N\2/g' \
+  sed -i -E 's/"collected_at": *"[^"]*"/"collected_at": "T"/; s/collected at [0-9T:-]+Z/collected at T/; s/("(duration|elapsed)[a-z_]*"): *[0-9.]+/\1: 0/; s/[0-9]+(\.[0-9]+)? ?(ms|s)\b/N\2/g' \
     "$WORK/out/$side/$name" "$WORK/out/$side/$name.err"
 }
 export -f run_one
