@@ -347,7 +347,7 @@ impl SchemaWalker {
         } else if n.get("enum").is_some() || n.get("oneOf").is_some() {
             "one of named values".to_string()
         } else {
-            describe(n)
+            scalar_kind(n)
         };
         out.push(FactPath {
             path: path.clone(),
@@ -360,6 +360,29 @@ impl SchemaWalker {
         } else {
             self.visit_fields(Some(n), &path, out, depth);
         }
+    }
+}
+
+/// `a string`, `an integer`, `a boolean or a string`: the node's types without `null` (a
+/// missing fact is how rules see a null).
+fn scalar_kind(n: &Value) -> String {
+    let types: Vec<&str> = match n.get("type") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let named: Vec<String> = types
+        .into_iter()
+        .filter(|t| *t != "null")
+        .map(|t| match t {
+            "integer" | "object" | "array" => format!("an {t}"),
+            _ => format!("a {t}"),
+        })
+        .collect();
+    if named.is_empty() {
+        "a value".into()
+    } else {
+        named.join(" or ")
     }
 }
 
