@@ -12,6 +12,8 @@
 //! Everything is built from the `Snapshot` types, so the files are valid snapshots; a fixed
 //! seed makes them the same on every run.
 
+#![allow(clippy::too_many_lines)] // the 80-line limit is for src/; examples are tools
+
 use envdoctor::snapshot::cuda::{Driver, Toolkit};
 use envdoctor::snapshot::gpu::{Gpu, GpuLive};
 use envdoctor::snapshot::libs::{Framework, Library, Wanted};
@@ -68,10 +70,14 @@ fn python(path: &str, kind: PythonKind, sources: Vec<Source>, pkgs: Vec<Package>
 }
 
 fn src(kind: SourceKind, detail: &str) -> Source {
-    Source {
+    let mut s = Source {
         kind,
         detail: detail.into(),
-    }
+        ..Default::default()
+    };
+    // PATH sources carry their command and entry, as the probe writes them.
+    s.derive_path_fields();
+    s
 }
 
 fn machine(

@@ -1,6 +1,8 @@
 //! Benchmark driver for `bench/libs_load.sh`: load every library named on the command line in
 //! one load child (the libs probe's `load::load_all`), ROUNDS times, and print the timings.
 //! Usage: libs_load ENVDOCTOR ROUNDS FAMILY=PATH...
+
+#![allow(clippy::too_many_lines)] // the 80-line limit is for src/; examples are tools
 use envdoctor::probe::libs::load::{load_all, Item};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -6,6 +6,8 @@
 //! from the environment). Prints `resolve <requester> <soname> <path|-> <found_via>` once, then
 //! `timing cold_ms=.. median_ms=.. min_ms=.. resolutions=..`.
 
+#![allow(clippy::too_many_lines)] // the 80-line limit is for src/; examples are tools
+
 use envdoctor::probe::libs::{elf, links, search};
 use envdoctor::root::{Env, Root};
 use std::path::{Path, PathBuf};

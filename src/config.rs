@@ -18,7 +18,7 @@
 //! | `ignore = [RULE[:SUBJECT]]` | `ENVDOCTOR_IGNORE` (`,`) | `--ignore RULE[:SUBJECT]` |
 //! | `[severity] RULE=S` | `ENVDOCTOR_SEVERITY` (`RULE=S,...`) | —              |
 
-use crate::report::findings::FailOn;
+use crate::report::verdict::FailOn;
 use crate::rules::{Finding, RuleSet, Severity};
 use crate::Error;
 use serde::Deserialize;

@@ -33,19 +33,42 @@ pub struct Root {
 #[derive(Debug, thiserror::Error)]
 pub enum RootError {
     #[error("{path}: {source}")]
+    /// An I/O error.
     Io {
+        /// The machine path.
         path: PathBuf,
         #[source]
+        /// The error.
         source: io::Error,
     },
     #[error("{path}: too many levels of symbolic links (a symlink loop)")]
-    Loop { path: PathBuf },
+    /// A symlink loop.
+    Loop {
+        /// The machine path.
+        path: PathBuf,
+    },
     #[error("{path}: not a regular file ({kind})")]
-    NotAFile { path: PathBuf, kind: &'static str },
+    /// Not a regular file.
+    NotAFile {
+        /// The machine path.
+        path: PathBuf,
+        /// What it is instead (`a FIFO`, `a directory`).
+        kind: &'static str,
+    },
     #[error("{path}: larger than {limit} bytes")]
-    TooLarge { path: PathBuf, limit: u64 },
+    /// Larger than a read allows.
+    TooLarge {
+        /// The machine path.
+        path: PathBuf,
+        /// The limit in bytes.
+        limit: u64,
+    },
     #[error("{path}: not an absolute path")]
-    Relative { path: PathBuf },
+    /// A relative path where a machine path must be absolute.
+    Relative {
+        /// The path.
+        path: PathBuf,
+    },
 }
 
 impl RootError {
@@ -76,7 +99,9 @@ fn io_err(path: &Path, source: io::Error) -> RootError {
 /// One hop of a symlink chain: the link's machine path and the target text it holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hop {
+    /// The link's machine path.
     pub link: PathBuf,
+    /// What it points to, as written.
     pub target: PathBuf,
 }
 

@@ -178,3 +178,31 @@ fn help_lists_examples_and_exit_codes() {
     let out = cli::cmd().arg("--version").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("envdoctor "));
 }
+
+#[test]
+fn rules_facts_lists_paths_with_their_descriptions_and_refuses_an_unknown_prefix() {
+    let out = cli::stdout_ok(cli::cmd().args(["rules", "facts", "pythons[].packages[]"]));
+    let version = out
+        .lines()
+        .find(|l| l.starts_with("pythons[].packages[].version  "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(version.contains("(a string)"), "{version}");
+    assert!(
+        out.lines().all(|l| l.starts_with("pythons[].packages[]")),
+        "{out}"
+    );
+    // Every path a listed rule reads is among them: the pack's own `library.needed_at` is
+    // `libraries[].needed_at` in the schema.
+    let all = cli::stdout_ok(cli::cmd().args(["rules", "facts"]));
+    assert!(
+        all.lines()
+            .any(|l| l.starts_with("libraries[].needed_at  ")),
+        "{all}"
+    );
+    let (code, stdout, err) = cli::output(cli::cmd().args(["rules", "facts", "nosuch"]));
+    assert_eq!(code, 2, "{stdout}");
+    assert!(
+        err.contains("nosuch") && err.contains("no fact path"),
+        "{err}"
+    );
+}

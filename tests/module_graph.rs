@@ -1,7 +1,8 @@
 //! No import circles between modules: the module graph of `src/`, read from the `crate::` and
 //! `super::` paths each file names, has no cycle among modules that are not each other's
 //! ancestor (a parent declaring its children and a child using its parent's helpers is the
-//! tree itself, not a circle).
+//! tree itself, not a circle). And no arrow runs up the layers (`LAYERS`: probe ∌ report,
+//! snapshot ∌ probe, compare ∌ report|rules, nothing below `cli` imports it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -205,5 +206,79 @@ fn the_cycle_finder_finds_a_circle() {
     assert_eq!(
         cycles(&g),
         vec![vec!["a".to_string(), "b".into(), "c".into()]]
+    );
+}
+
+/// Whether module `m` is `layer` or inside it.
+fn in_layer(m: &str, layer: &str) -> bool {
+    m == layer || m.starts_with(&format!("{layer}::"))
+}
+
+/// The flow `lib.rs` draws, `probes → Snapshot → rules → Findings → reporters` (and
+/// `Snapshot → compare → reporters`), with `cli` on top: each layer names what it must not
+/// import.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("probe", &["report", "rules", "compare", "diagnose", "cli"]),
+    (
+        "snapshot",
+        &["probe", "report", "rules", "compare", "diagnose", "cli"],
+    ),
+    ("compare", &["report", "rules", "diagnose", "cli"]),
+    ("rules", &["cli", "compare", "diagnose"]),
+    ("report", &["cli", "probe"]),
+    ("diagnose", &["cli"]),
+];
+
+fn upward_arrows(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (m, refs) in g {
+        for (layer, banned) in LAYERS {
+            if !in_layer(m, layer) {
+                continue;
+            }
+            for r in refs {
+                if let Some(b) = banned.iter().find(|b| in_layer(r, b)) {
+                    out.push(format!(
+                        "{m} -> {r} (the {layer} layer must not import {b})"
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_arrow_runs_up_the_layers() {
+    let g = graph();
+    // The reader sees the real downward arrows it is meant to allow.
+    assert!(
+        g["cli::compare"].contains("compare"),
+        "{:?}",
+        g["cli::compare"]
+    );
+    assert!(
+        g["cli"].iter().any(|r| in_layer(r, "report")),
+        "{:?}",
+        g["cli"]
+    );
+    let up = upward_arrows(&g);
+    assert!(up.is_empty(), "arrows that run up:\n  {}", up.join("\n  "));
+}
+
+#[test]
+fn the_layer_check_finds_an_upward_arrow() {
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    g.insert("probe::gpu".into(), ["report::progress".to_string()].into());
+    g.insert("snapshot".into(), ["probe::python".to_string()].into());
+    g.insert(
+        "cli".into(),
+        ["probe".to_string(), "report".to_string()].into(),
+    );
+    let up = upward_arrows(&g);
+    assert_eq!(up.len(), 2, "{up:?}");
+    assert!(
+        up[0].starts_with("probe::gpu -> report::progress"),
+        "{up:?}"
     );
 }

@@ -49,8 +49,8 @@ pub fn roles(snap: &Snapshot) -> Vec<BTreeMap<String, u32>> {
             if !matches!(s.kind, SourceKind::Path | SourceKind::PyenvShim) {
                 continue;
             }
-            if let Some((name, entry)) = path_entry(&s.detail) {
-                let w = winners.entry(name).or_insert((entry, pi));
+            if let (Some(name), Some(entry)) = (&s.command, s.path_entry) {
+                let w = winners.entry(name.clone()).or_insert((entry, pi));
                 if entry < w.0 {
                     *w = (entry, pi);
                 }
@@ -69,8 +69,8 @@ pub fn roles(snap: &Snapshot) -> Vec<BTreeMap<String, u32>> {
             for s in &py.sources {
                 match s.kind {
                     SourceKind::Path | SourceKind::PyenvShim => {
-                        if let Some((name, _)) = path_entry(&s.detail) {
-                            if winners.get(&name).is_some_and(|w| w.1 == pi) {
+                        if let Some(name) = &s.command {
+                            if winners.get(name).is_some_and(|w| w.1 == pi) {
                                 add(format!("PATH:{name}"), 50);
                             }
                         }
@@ -110,16 +110,6 @@ pub fn roles(snap: &Snapshot) -> Vec<BTreeMap<String, u32>> {
             r
         })
         .collect()
-}
-
-/// `python3 (PATH entry 2: /usr/bin)` → (`python3`, 2).
-fn path_entry(detail: &str) -> Option<(String, usize)> {
-    let (name, rest) = detail.split_once(" (PATH entry ")?;
-    let num: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    if detail.contains("dangling symlink") {
-        return None;
-    }
-    Some((name.to_string(), num.parse().ok()?))
 }
 
 fn basename(p: &str) -> &str {
@@ -310,9 +300,14 @@ mod tests {
             exists: true,
             sources: sources
                 .iter()
-                .map(|(k, d)| Source {
-                    kind: *k,
-                    detail: d.to_string(),
+                .map(|(k, d)| {
+                    let mut s = Source {
+                        kind: *k,
+                        detail: d.to_string(),
+                        ..Default::default()
+                    };
+                    s.derive_path_fields();
+                    s
                 })
                 .collect(),
             ..Default::default()

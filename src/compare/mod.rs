@@ -19,7 +19,6 @@
 //! come from a pluggable function (`verdicts` of [`compare`]): the CLI (`cli.rs`) passes the rule
 //! pack, and this module does not depend on the rule engine.
 
-pub mod cli;
 pub mod facts;
 pub mod fleet;
 pub mod lock;
@@ -605,32 +604,10 @@ fn add_fleet(report: &mut CompareReport, snaps: &[(String, Snapshot)], flats: &[
     report.fleet = Some(f);
 }
 
-/// Read one snapshot file; every error names the file and what is wrong with it.
+/// Read one snapshot file ([`Snapshot::load`]); every error names the file and what is wrong
+/// with it.
 pub fn load(path: &Path) -> Result<Snapshot, Error> {
-    let what = path.display().to_string();
-    let hint = "compare reads files written by `envdoctor snapshot -o FILE`";
-    if path.is_dir() {
-        return Err(Error::input(what, "is a directory, not a snapshot file").with_hint(hint));
-    }
-    let bytes = crate::snapshot::read_capped(path)?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        Error::input(what.clone(), "not UTF-8 text, so not a snapshot").with_hint(hint)
-    })?;
-    // Fast path: one typed parse. Anything unusual (another schema version, a field this
-    // envdoctor does not know, broken JSON) goes through `Snapshot::from_json`, whose messages
-    // say what is wrong.
-    if let Ok(s) = serde_json::from_str::<Snapshot>(&text) {
-        if (1..=crate::snapshot::SCHEMA_VERSION).contains(&s.schema_version) {
-            return Ok(s);
-        }
-    }
-    Snapshot::from_json(&text, &what).map_err(|e| {
-        if e.message.contains("newer than") {
-            e
-        } else {
-            e.with_hint(hint)
-        }
-    })
+    Snapshot::load(path)
 }
 
 /// Read snapshot files in parallel, labelled by their path as given (duplicates get `#2`...).
@@ -703,6 +680,7 @@ mod tests {
             sources: vec![Source {
                 kind: SourceKind::ProjectVenv,
                 detail: format!("{home}/proj/.venv"),
+                ..Default::default()
             }],
             packages: vec![
                 Package {

@@ -163,50 +163,10 @@ pub fn dotted(a: &str, b: &str) -> VersionChange {
     }
 }
 
-/// Whether a Python distribution matters to ML training (ranked before the rest).
+/// Whether a Python distribution matters to ML training (ranked before the rest): the one
+/// table of names, `crate::snapshot::family`.
 pub fn is_ml_package(name: &str) -> bool {
-    const EXACT: &[&str] = &[
-        "numpy",
-        "protobuf",
-        "h5py",
-        "keras",
-        "tf-keras",
-        "jax",
-        "jaxlib",
-        "ml-dtypes",
-        "scipy",
-        "triton",
-        "xformers",
-        "flash-attn",
-        "apex",
-        "deepspeed",
-        "bitsandbytes",
-        "transformers",
-        "accelerate",
-        "safetensors",
-        "tensorboard",
-        "opt-einsum",
-        "flax",
-        "optax",
-        "mxnet",
-        "paddlepaddle",
-        "paddlepaddle-gpu",
-        "nccl",
-        "cuda-python",
-    ];
-    const PREFIXES: &[&str] = &[
-        "nvidia-",
-        "torch",
-        "tensorflow",
-        "tf-",
-        "jax-",
-        "cupy",
-        "onnx",
-        "tensorrt",
-        "pytorch-",
-        "cuda-",
-    ];
-    EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
+    crate::snapshot::family::is_ml(name)
 }
 
 #[cfg(test)]
@@ -263,6 +223,7 @@ mod tests {
             "tensorflow-cpu",
             "numpy",
             "jaxlib",
+            "intel-tensorflow",
         ] {
             assert!(is_ml_package(n), "{n}");
         }

@@ -11,7 +11,6 @@
 //! - [`render`]: text, Markdown and JSON (`schema/diagnose.schema.json`);
 //! - [`cli`]: the two subcommands (`run` tees the command's output and diagnoses it on failure).
 
-pub mod cli;
 pub mod confirm;
 pub mod explain;
 pub mod logfacts;
@@ -134,7 +133,8 @@ struct RuleMatch {
 
 /// What a pass over a log found.
 pub struct Scan {
-    stats: reader::Stats,
+    /// What the reader saw (lines, bytes, the tail).
+    pub stats: reader::Stats,
     events: VecDeque<Event>,
     matches: HashMap<usize, RuleMatch>,
     /// The site-packages directories traceback frames name (the interpreter that ran).

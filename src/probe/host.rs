@@ -180,8 +180,11 @@ pub fn parse_os_release(text: &str) -> (Option<String>, Option<String>) {
 /// What `/proc/cpuinfo` says.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct CpuInfo {
+    /// The CPU model name.
     pub model: Option<String>,
+    /// Physical cores.
     pub cores: Option<u32>,
+    /// Hardware threads.
     pub threads: Option<u32>,
     /// The [`FLAGS_THAT_MATTER`] present on *every* logical CPU.
     pub flags: Vec<String>,
@@ -234,9 +237,13 @@ pub fn parse_cpuinfo(text: &str) -> CpuInfo {
 /// What `/proc/meminfo` says, in MiB.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct MemInfo {
+    /// Total memory in bytes.
     pub total: Option<u64>,
+    /// Available memory in bytes.
     pub available: Option<u64>,
+    /// Total swap in bytes.
     pub swap_total: Option<u64>,
+    /// Free swap in bytes.
     pub swap_free: Option<u64>,
 }
 

@@ -53,9 +53,17 @@ pub struct Options {
     pub pids: Vec<u32>,
     /// Only run these probes (empty: all). Used by tests and benchmarks.
     pub only: Vec<String>,
-    /// Name a probe that runs for more than a second on stderr (when it is a terminal).
-    pub progress: bool,
+    /// Told which probes are still running once a batch has run for [`PROGRESS_AFTER`] (the
+    /// caller shows it; the probe layer prints nothing).
+    pub progress: Option<Progress>,
 }
+
+/// How the runner says which probes it still waits for: their names, the time since the batch
+/// started and the deadline; called once more with no names when they are done.
+pub type Progress = fn(&[&str], Duration, Duration);
+
+/// How long a probe runs before [`Options::progress`] hears of it.
+pub const PROGRESS_AFTER: Duration = Duration::from_secs(1);
 
 impl Options {
     /// Options for probing `root` with `env`, everything else default.
@@ -71,7 +79,7 @@ impl Options {
             nvml_lib: None,
             pids: Vec::new(),
             only: Vec::new(),
-            progress: false,
+            progress: None,
         }
     }
 }
@@ -310,22 +318,20 @@ fn collect_answers(
     while answered.iter().any(|a| !a) {
         let now = Instant::now();
         let left = hard_deadline.saturating_duration_since(now);
-        if opts.progress && now.duration_since(start) >= crate::report::progress::AFTER {
-            let waiting: Vec<&str> = batch
-                .iter()
-                .zip(&answered)
-                .filter(|(_, done)| !**done)
-                .map(|(p, _)| p.name)
-                .collect();
-            crate::report::progress::show(&crate::report::progress::line(
-                &waiting,
-                now.duration_since(start),
-                opts.deadline,
-            ));
-            shown = true;
+        if let Some(progress) = opts.progress {
+            if now.duration_since(start) >= PROGRESS_AFTER {
+                let waiting: Vec<&str> = batch
+                    .iter()
+                    .zip(&answered)
+                    .filter(|(_, done)| !**done)
+                    .map(|(p, _)| p.name)
+                    .collect();
+                progress(&waiting, now.duration_since(start), opts.deadline);
+                shown = true;
+            }
         }
         // Wake at least every quarter second to keep the progress line current.
-        let wait = if opts.progress {
+        let wait = if opts.progress.is_some() {
             left.min(Duration::from_millis(250))
         } else {
             left
@@ -346,17 +352,15 @@ fn collect_answers(
             Err(_) => break,
         }
     }
-    if shown {
-        crate::report::progress::show("");
+    if let Some(progress) = opts.progress.filter(|_| shown) {
+        progress(&[], Duration::ZERO, opts.deadline);
     }
     (applies, answered)
 }
 
-/// Whether a probe problem leaves the snapshot incomplete: a probe (or part of one) that failed,
-/// panicked or ran out of time, as opposed to one named file that could not be read (that file is
-/// a fact: "this checkpoint is corrupt"). Probe-level problems carry no path.
+/// Whether a probe problem leaves the snapshot incomplete ([`ProbeError::is_incomplete`]).
 pub fn is_incomplete(e: &ProbeError) -> bool {
-    e.path.is_none()
+    e.is_incomplete()
 }
 
 fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {

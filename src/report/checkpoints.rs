@@ -48,10 +48,9 @@ pub fn summary(c: &Checkpoint) -> String {
 /// and optimizer slots.
 fn tf_parts(parts: &mut Vec<String>, t: &TfCheckpoint) {
     parts.push(format!(
-        "{} tensors in {} shard{}",
+        "{} tensors in {}",
         t.tensor_count,
-        t.num_shards,
-        if t.num_shards == 1 { "" } else { "s" }
+        crate::plural::plural(t.num_shards as usize, "shard")
     ));
     parts.push(if t.object_based {
         "object-based (TF2 tf.train.Checkpoint)".into()

@@ -453,11 +453,7 @@ fn text_pair(r: &CompareReport, st: Style, d: Detail) -> String {
     }
     let s = &r.summary;
     let head = if s.drift {
-        st.warning(&format!(
-            "{} difference{}",
-            s.differences,
-            if s.differences == 1 { "" } else { "s" }
-        ))
+        st.warning(&crate::plural::plural(s.differences, "difference"))
     } else {
         st.good("no drift")
     };
@@ -578,9 +574,8 @@ fn text_fleet(r: &CompareReport, st: Style, d: Detail) -> String {
     let s = &r.summary;
     let head = if s.drift {
         st.warning(&format!(
-            "{} fact{} differ{}",
-            s.differences,
-            if s.differences == 1 { "" } else { "s" },
+            "{} differ{}",
+            crate::plural::plural(s.differences, "fact"),
             if s.differences == 1 { "s" } else { "" }
         ))
     } else {
@@ -641,10 +636,10 @@ fn text_fleet_machines(o: &mut String, r: &CompareReport, fl: &FleetReport) {
             0 => writeln!(o, "  {:>wn$}  {line}", i + 1),
             k => writeln!(
                 o,
-                "  {:>wn$}  {}  {k} difference{}",
+                "  {:>wn$}  {}  {}",
                 i + 1,
                 pad(&line, wl),
-                if k == 1 { "" } else { "s" }
+                crate::plural::plural(k, "difference")
             ),
         };
     }

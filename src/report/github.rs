@@ -7,8 +7,8 @@
 //! `%3A`, `,` → `%2C`), so a finding's text can never start a command of its own. Probe
 //! problems are warnings; the last line is the verdict as plain log text.
 
-use super::findings::Summary;
 use super::locate::subject_file;
+use super::verdict::Summary;
 use crate::rules::{Finding, Severity};
 use crate::Snapshot;
 
@@ -72,11 +72,10 @@ pub fn render(findings: &[Finding], summary: &Summary, snap: &Snapshot) -> Strin
         out.push_str(&line("warning", &props, &p.message));
     }
     out.push_str(&format!(
-        "envdoctor: {} {} ({} probe problem{})\n",
+        "envdoctor: {} {} ({})\n",
         if summary.failed { "FAIL:" } else { "OK:" },
         summary.counts(),
-        summary.probe_errors,
-        if summary.probe_errors == 1 { "" } else { "s" }
+        crate::plural::plural(summary.probe_errors, "probe problem")
     ));
     out
 }

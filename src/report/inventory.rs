@@ -139,10 +139,7 @@ pub fn job_python(snap: &Snapshot) -> Option<(&Python, String)> {
         py.sources
             .iter()
             .filter(|s| matches!(s.kind, SourceKind::Path | SourceKind::PyenvShim))
-            .filter_map(|s| {
-                let n = s.detail.split("PATH entry ").nth(1)?;
-                n.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
-            })
+            .filter_map(|s| s.path_entry)
             .min()
             .unwrap_or(usize::MAX)
     };
@@ -226,26 +223,27 @@ fn driver_area(p: &str) -> bool {
         || p.starts_with("gpus")
 }
 
+/// What a framework group was built for: `CPU-only build`, `built for CUDA 12.4, cuDNN 9.1`.
+fn build_part(group: &[&Framework]) -> Option<String> {
+    if group.iter().all(|f| f.is_cuda_build == Some(false)) {
+        return Some("CPU-only build".to_string());
+    }
+    let mut built = Vec::new();
+    if let Some(c) = group.iter().find_map(|f| f.cuda_version.as_ref()) {
+        built.push(format!("CUDA {c}"));
+    }
+    if let Some(c) = group.iter().find_map(|f| f.cudnn_version.as_ref()) {
+        built.push(format!("cuDNN {c}"));
+    }
+    (!built.is_empty()).then(|| format!("built for {}", built.join(", ")))
+}
+
 /// One framework's line (its distributions together: jax, jaxlib and its CUDA plugins are one
 /// row). Its mark is the worst finding about it, so a ✗ always has an error behind it; the
 /// libraries a finding names as missing are listed.
 fn framework_line(group: &[&Framework], libs: &[&Library], findings: &[Finding]) -> Line {
     let fw = group[0];
-    let mut parts = Vec::new();
-    if group.iter().all(|f| f.is_cuda_build == Some(false)) {
-        parts.push("CPU-only build".to_string());
-    } else {
-        let mut built = Vec::new();
-        if let Some(c) = group.iter().find_map(|f| f.cuda_version.as_ref()) {
-            built.push(format!("CUDA {c}"));
-        }
-        if let Some(c) = group.iter().find_map(|f| f.cudnn_version.as_ref()) {
-            built.push(format!("cuDNN {c}"));
-        }
-        if !built.is_empty() {
-            parts.push(format!("built for {}", built.join(", ")));
-        }
-    }
+    let mut parts: Vec<String> = build_part(group).into_iter().collect();
     let mine: Vec<&&Library> = libs.iter().filter(|l| wanted_by(l, &fw.name)).collect();
     let about = framework_findings(&fw.name, &fw.python, libs, findings);
     let named = |l: &Library| {
@@ -410,11 +408,10 @@ fn python_line(snap: &Snapshot, job: Option<&(&Python, String)>, findings: &[Fin
         mark: worst(findings, |p| p.starts_with(&key)),
         area: "Python".into(),
         text: format!(
-            "{} {} ({why}; {} interpreter{} found)",
+            "{} {} ({why}; {} found)",
             py.path,
             py.version.as_deref().unwrap_or("(version unknown)"),
-            snap.pythons.len(),
-            if snap.pythons.len() == 1 { "" } else { "s" }
+            crate::plural::plural(snap.pythons.len(), "interpreter")
         ),
         detail: others,
     }

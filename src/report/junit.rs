@@ -12,8 +12,8 @@
 //! characters XML 1.0 forbids (control characters in a path or a message), which the XML writer
 //! crates leave to the caller.
 
-use super::findings::{FailOn, Summary};
 use super::locate::subject_file;
+use super::verdict::{FailOn, Summary};
 use crate::rules::template::display_value;
 use crate::rules::{Finding, Rule};
 use crate::Snapshot;

@@ -6,8 +6,8 @@
 //! never under `NO_COLOR`, JSON on stdout alone, a quiet exit on a closed pipe, text wrapped to the
 //! terminal ([`layout`]) with one mark per line (`✓ ! ✗`). One module per part: the verdict
 //! ([`verdict`]), the summary of what envdoctor assumed ([`inventory`]), fixes to paste
-//! ([`fixes`]), `check` as text, JSON and Markdown ([`text`], [`json`], [`markdown`]; [`findings`]
-//! keeps the older names), checkpoints in one line ([`checkpoints`]), `compare` ([`compare`]),
+//! ([`fixes`]), `check` as text, JSON and Markdown ([`text`], [`json`], [`markdown`]),
+//! checkpoints in one line ([`checkpoints`]), `compare` ([`compare`]),
 //! `rules list` ([`rules`]), the bug-report document ([`envreport`]) and the progress line on
 //! stderr ([`progress`]).
 
@@ -15,7 +15,6 @@ pub mod checkpoints;
 pub mod compare;
 pub mod envreport;
 pub mod escape;
-pub mod findings;
 pub mod fixes;
 pub mod fleet_matrix;
 pub mod github;

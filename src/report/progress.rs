@@ -5,12 +5,19 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-/// How long a probe runs before it is named.
-pub const AFTER: Duration = Duration::from_secs(1);
-
-/// Whether to show progress: stderr is a terminal (and `ENVDOCTOR_NO_PROGRESS` is unset).
+/// Whether to show progress: stderr is a terminal (and `ENVDOCTOR_NO_PROGRESS` is unset); `cli`
+/// then hands [`terminal`] to the probe runner.
 pub fn wanted() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("ENVDOCTOR_NO_PROGRESS").is_none()
+}
+
+/// Show which probes are still running on the progress line; clear it when none are.
+pub fn terminal(probes: &[&str], elapsed: Duration, deadline: Duration) {
+    if probes.is_empty() {
+        show("");
+    } else {
+        show(&line(probes, elapsed, deadline));
+    }
 }
 
 /// What a person calls what a probe is waiting for.

@@ -9,7 +9,7 @@
 //! - `envdoctor_gpu_memory_used_bytes{gpu,uuid,name}`, `envdoctor_gpu_memory_total_bytes{…}`;
 //! - `envdoctor_last_run_seconds`: when the check ran (Unix time), to alert on a stale file.
 
-use super::findings::Summary;
+use super::verdict::Summary;
 use crate::rules::{Finding, Rule, Severity};
 use crate::Snapshot;
 use std::collections::BTreeMap;

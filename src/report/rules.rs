@@ -144,6 +144,24 @@ pub fn test_text(set: &RuleSet, results: &[TestResult]) -> String {
     s
 }
 
+/// `envdoctor rules facts [PREFIX]`: every fact path starting with `prefix`, one per line with
+/// its kind and description, for rule authors.
+pub fn facts_text(paths: &[crate::rules::path::FactPath], prefix: &str) -> String {
+    let mut s = String::new();
+    for f in paths.iter().filter(|f| f.path.starts_with(prefix)) {
+        s.push_str(&f.path);
+        s.push_str("  (");
+        s.push_str(&f.kind);
+        s.push(')');
+        if !f.description.is_empty() {
+            s.push_str("  ");
+            s.push_str(&f.description);
+        }
+        s.push('\n');
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleSet;

@@ -459,11 +459,7 @@ fn probe_problems(
             ),
             None => super::escape::one_line(&p.message).into_owned(),
         };
-        let mark = if crate::probe::is_incomplete(p) {
-            "✗"
-        } else {
-            "!"
-        };
+        let mark = if p.is_incomplete() { "✗" } else { "!" };
         push(
             out,
             lay,
@@ -501,6 +497,74 @@ pub fn verdict(summary: &Summary, snap: &Snapshot, st: &Style, lay: &Layout) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::verdict::{FailOn, Summary};
+    use crate::rules::{Evidence, Finding, Severity};
+    use crate::Snapshot;
+
+    #[test]
+    fn the_checked_in_check_schema_is_current() {
+        crate::schema::assert_current("check.schema.json", &crate::report::json::schema());
+    }
+
+    fn finding(sev: Severity) -> Finding {
+        Finding {
+            rule: "gpu-memory-held".into(),
+            severity: sev,
+            title: "Another process holds GPU memory".into(),
+            subject: Some("gpus[0]".into()),
+            message: "GPU 0 | busy".into(),
+            message_md: String::new(),
+            evidence: vec![Evidence {
+                path: "gpus[0].live.memory_used_percent".into(),
+                value: serde_json::json!(91.5),
+            }],
+            fix: "stop it".into(),
+            references: vec!["https://example.org/x".into()],
+            rule_source: String::new(),
+        }
+    }
+
+    #[test]
+    fn text_groups_by_severity_and_ends_with_a_verdict() {
+        let snap = Snapshot::empty();
+        let fs = vec![finding(Severity::Error), finding(Severity::Info)];
+        let sum = Summary::of(&fs, &snap, FailOn::Error);
+        assert!(sum.failed);
+        let t = render(
+            &fs,
+            &sum,
+            &snap,
+            &Style { color: false },
+            &Layout::new(None, None, None),
+            Detail::default(),
+        );
+        let e = t.find("Errors (1)").unwrap();
+        let i = t.find("Info (1)").unwrap();
+        assert!(e < i, "{t}");
+        assert!(t.contains("gpus[0].live.memory_used_percent = 91.5"), "{t}");
+        assert!(
+            t.trim_end()
+                .lines()
+                .last()
+                .unwrap()
+                .starts_with("FAIL: 1 error, 0 warnings, 1 info"),
+            "{t}"
+        );
+        assert!(!t.contains('\u{1b}'), "no colour when off");
+    }
+
+    #[test]
+    fn markdown_escapes_table_cells() {
+        let snap = Snapshot::empty();
+        let fs = vec![finding(Severity::Warning)];
+        let sum = Summary::of(&fs, &snap, FailOn::Error);
+        let m = crate::report::markdown::render(&fs, &sum, &snap);
+        assert!(m.contains("GPU 0 \\| busy"), "{m}");
+        assert!(
+            m.starts_with("## envdoctor check: ✅ 0 errors, 1 warning, 0 info"),
+            "{m}"
+        );
+    }
 
     #[test]
     fn long_fact_labels_break_between_levels() {

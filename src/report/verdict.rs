@@ -56,9 +56,7 @@ pub struct Summary {
     pub failed: bool,
 }
 
-fn plural(n: usize, w: &str) -> String {
-    format!("{n} {w}{}", if n == 1 { "" } else { "s" })
-}
+use crate::plural::plural;
 
 impl Summary {
     /// Count `findings` against `fail_on`.
@@ -69,7 +67,7 @@ impl Summary {
             warnings: count(Severity::Warning),
             info: count(Severity::Info),
             probe_errors: snap.probe_errors.len(),
-            incomplete: snap.probe_errors.iter().any(crate::probe::is_incomplete),
+            incomplete: snap.probe_errors.iter().any(|e| e.is_incomplete()),
             fail_on,
             failed: findings.iter().any(|f| fail_on.fails(f.severity)),
         }

@@ -930,6 +930,32 @@ fn is_kebab(id: &str) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn sections_are_the_snapshots_top_level_fields() {
+        // The snapshot's own metadata is not a section rules read; `log` is what `diagnose`
+        // reads from a log, not a snapshot field.
+        const METADATA: &[&str] = &[
+            "schema_version",
+            "envdoctor_version",
+            "collected_at",
+            "root",
+        ];
+        let schema = crate::rules::path::snapshot_schema();
+        let mut fields: Vec<&str> = schema["properties"]
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        fields.retain(|f| !METADATA.contains(f));
+        fields.push("log");
+        fields.sort_unstable();
+        let mut sections = SECTIONS.to_vec();
+        sections.sort_unstable();
+        assert_eq!(
+            sections, fields,
+            "SECTIONS in src/rules/compile.rs must list every top-level snapshot field"
+        );
+    }
+
     fn compile(yaml: &str) -> Result<Vec<Rule>, Vec<RuleError>> {
         Compiler::new("t.yaml", yaml).compile_file(false)
     }

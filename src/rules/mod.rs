@@ -102,8 +102,8 @@ fn to_error(errors: Vec<RuleError>) -> Error {
     Error::input(
         subject,
         format!(
-            "invalid rules ({n} error{}):\n{}",
-            if n == 1 { "" } else { "s" },
+            "invalid rules ({}):\n{}",
+            crate::plural::plural(n, "error"),
             format_errors(&errors)
         ),
     )

@@ -278,6 +278,114 @@ fn is_type(n: &Value, t: &str) -> bool {
     }
 }
 
+/// One fact path of the snapshot as rules name it (`pythons[].packages[].version`), with its
+/// kind and the schema's description (the Rust type's doc comment).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FactPath {
+    /// The path: `[]` after a list, `.NAME` under a map.
+    pub path: String,
+    /// `a string`, `an object`, `a list`...
+    pub kind: String,
+    /// The schema's description, on one line; empty when the field has none.
+    pub description: String,
+}
+
+impl SchemaWalker {
+    /// Every fact path of the snapshot, in schema order (`envdoctor rules facts`).
+    pub fn fact_paths(&self) -> Vec<FactPath> {
+        let mut out = Vec::new();
+        self.visit_fields(self.top(), "", &mut out, 0);
+        out
+    }
+
+    fn visit_fields(&self, node: Node, prefix: &str, out: &mut Vec<FactPath>, depth: usize) {
+        let Some(n) = self.deref(node) else {
+            return;
+        };
+        if depth > 12 {
+            return;
+        }
+        if let Some(props) = n.get("properties").and_then(Value::as_object) {
+            for (key, raw) in props {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                self.visit_one(raw, path, out, depth + 1);
+            }
+        } else if let Some(extra) = n.get("additionalProperties").filter(|e| e.is_object()) {
+            self.visit_one(extra, format!("{prefix}.NAME"), out, depth + 1);
+        }
+    }
+
+    fn visit_one(&self, raw: &'static Value, path: String, out: &mut Vec<FactPath>, depth: usize) {
+        let node = self.deref(Some(raw));
+        let description = raw
+            .get("description")
+            .or_else(|| node.and_then(|n| n.get("description")))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let Some(n) = node else {
+            out.push(FactPath {
+                path,
+                kind: "a value".into(),
+                description,
+            });
+            return;
+        };
+        let is_list = is_type(n, "array");
+        let kind = if is_list {
+            "a list".to_string()
+        } else if n.get("properties").is_some() {
+            "an object".to_string()
+        } else if n.get("additionalProperties").is_some_and(Value::is_object) {
+            "a map".to_string()
+        } else if n.get("enum").is_some() || n.get("oneOf").is_some() {
+            "one of named values".to_string()
+        } else {
+            scalar_kind(n)
+        };
+        out.push(FactPath {
+            path: path.clone(),
+            kind,
+            description,
+        });
+        if is_list {
+            let items = self.deref(n.get("items"));
+            self.visit_fields(items, &format!("{path}[]"), out, depth);
+        } else {
+            self.visit_fields(Some(n), &path, out, depth);
+        }
+    }
+}
+
+/// `a string`, `an integer`, `a boolean or a string`: the node's types without `null` (a
+/// missing fact is how rules see a null).
+fn scalar_kind(n: &Value) -> String {
+    let types: Vec<&str> = match n.get("type") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let named: Vec<String> = types
+        .into_iter()
+        .filter(|t| *t != "null")
+        .map(|t| match t {
+            "integer" | "object" | "array" => format!("an {t}"),
+            _ => format!("a {t}"),
+        })
+        .collect();
+    if named.is_empty() {
+        "a value".into()
+    } else {
+        named.join(" or ")
+    }
+}
+
 fn describe(n: &Value) -> String {
     match n.get("type") {
         Some(Value::String(s)) => format!("a {s}"),
@@ -292,6 +400,27 @@ fn describe(n: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fact_paths_name_every_field_with_its_description() {
+        let all = SchemaWalker::default().fact_paths();
+        let get = |p: &str| all.iter().find(|f| f.path == p);
+        let v = get("pythons[].packages[].version").expect("package version listed");
+        assert!(!v.description.is_empty() && v.kind == "a string", "{v:?}");
+        let fam = get("pythons[].packages[].family").expect("family listed");
+        assert!(fam.description.contains("tensorflow"), "{fam:?}");
+        assert_eq!(get("pythons").map(|f| f.kind.as_str()), Some("a list"));
+        assert!(get("libraries[].needed_at").is_some());
+        assert!(get("pythons[].sources[].path_entry").is_some());
+        assert!(get("env.NAME").is_some(), "maps are listed under NAME");
+        // Every path is listed once.
+        let mut paths: Vec<&str> = all.iter().map(|f| f.path.as_str()).collect();
+        paths.sort_unstable();
+        let n = paths.len();
+        paths.dedup();
+        assert_eq!(n, paths.len());
+        assert!(n > 300, "{n} paths");
+    }
 
     #[test]
     fn parses_plain_and_dynamic_segments() {

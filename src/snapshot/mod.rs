@@ -16,8 +16,10 @@
 
 pub mod checkpoint;
 pub mod cuda;
+pub mod derived;
 pub mod expect;
 pub mod extensions;
+pub mod family;
 pub mod gpu;
 pub mod host;
 pub mod libs;
@@ -139,7 +141,17 @@ impl ProbeError {
     pub fn from_root(probe: &str, err: &crate::root::RootError) -> Self {
         ProbeError::at(probe, err.path(), err.to_string())
     }
+
+    /// Whether this problem leaves the snapshot incomplete: a probe (or part of one) that
+    /// failed, panicked or ran out of time, as opposed to one named file that could not be read
+    /// (that file is a fact: "this checkpoint is corrupt"). Probe-level problems carry no path.
+    pub fn is_incomplete(&self) -> bool {
+        self.path.is_none()
+    }
 }
+
+/// What a snapshot file is, said with every error reading one.
+pub const LOAD_HINT: &str = "snapshots are the files `envdoctor snapshot -o FILE` writes";
 
 /// Default cap on a snapshot file read by `check --from` and `compare` (a machine with
 /// thousands of packages writes a few MiB).
@@ -318,15 +330,28 @@ impl Snapshot {
         w.flush()
     }
 
-    /// Read and parse a snapshot file (`check --from`, `compare`), at most
-    /// [`max_input_bytes`] of it: the typed parse first (no intermediate JSON tree, so memory
-    /// stays near the file's size), [`Snapshot::from_json`]'s messages when it fails.
-    pub fn read_file(path: &std::path::Path) -> Result<Snapshot, crate::Error> {
+    /// The one door for a snapshot file (`check --from`, `compare`, `diagnose --from`): at most
+    /// [`max_input_bytes`] of it read, the typed parse first (no intermediate JSON tree, so
+    /// memory stays near the file's size), [`Snapshot::from_json`]'s messages when it fails, the
+    /// derived facts an older snapshot lacks filled in, and every error but "newer than this
+    /// envdoctor" carrying the hint that says what a snapshot file is.
+    pub fn load(path: &std::path::Path) -> Result<Snapshot, crate::Error> {
         let what = path.display().to_string();
-        let bytes = read_capped(path)?;
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|_| crate::Error::input(&what, "not UTF-8 text, so not a snapshot"))?;
-        Snapshot::from_json_fast(text, &what)
+        let hint = |e: crate::Error| {
+            if e.message.contains("newer than") {
+                e
+            } else {
+                e.with_hint(LOAD_HINT)
+            }
+        };
+        let bytes = read_capped(path).map_err(hint)?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| {
+            hint(crate::Error::input(
+                &what,
+                "not UTF-8 text, so not a snapshot",
+            ))
+        })?;
+        Snapshot::from_json_fast(text, &what).map_err(hint)
     }
 
     /// [`Snapshot::from_json`] that tries the typed parse first.
@@ -400,11 +425,14 @@ impl Snapshot {
     /// rules that read them judge it as they judge a fresh one: each package's `family`, and,
     /// when no interpreter has roles, the roles and IDE drift.
     fn derive_missing(&mut self) {
-        use crate::probe::python::derived;
+        use self::derived;
         for py in &mut self.pythons {
+            for s in &mut py.sources {
+                s.derive_path_fields();
+            }
             for p in &mut py.packages {
                 if p.family.is_none() {
-                    p.family = derived::family_of(&p.name);
+                    p.family = family::family_of(&p.name);
                 }
                 if p.built_for_cudnn.is_none() {
                     p.built_for_cudnn = p.local.as_deref().and_then(derived::cudnn_of_label);

@@ -209,6 +209,45 @@ pub struct Source {
     pub kind: SourceKind,
     /// The reference itself: the PATH entry, the settings file, the kernelspec, the variable.
     pub detail: String,
+    /// For a reference found on PATH (`path`, `pyenv-shim`, `pip-shebang`): the command's name
+    /// there (`python3`, `pip`). None for a dangling link, which runs nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// For a reference found on PATH: the position (from 0) of the PATH entry holding it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_entry: Option<usize>,
+}
+
+impl Source {
+    /// A reference found on PATH: `command` in PATH entry `entry`, described by `detail`.
+    pub fn on_path(kind: SourceKind, command: &str, entry: usize, detail: String) -> Source {
+        Source {
+            kind,
+            detail,
+            command: Some(command.to_string()),
+            path_entry: Some(entry),
+        }
+    }
+
+    /// Fill `command` and `path_entry` of a snapshot written before they existed, from the
+    /// detail envdoctor wrote then (`python3 (PATH entry 2: /usr/bin)`).
+    pub fn derive_path_fields(&mut self) {
+        let on_path = matches!(
+            self.kind,
+            SourceKind::Path | SourceKind::PyenvShim | SourceKind::PipShebang
+        );
+        if !on_path || self.path_entry.is_some() || self.detail.contains("dangling symlink") {
+            return;
+        }
+        let Some((name, rest)) = self.detail.split_once(" (PATH entry ") else {
+            return;
+        };
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(n) = digits.parse() {
+            self.command = Some(name.to_string());
+            self.path_entry = Some(n);
+        }
+    }
 }
 
 /// The kinds of reference that name an interpreter. `compare` matches interpreters by these.

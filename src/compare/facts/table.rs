@@ -209,6 +209,14 @@ pub(crate) const RULES: &[Rule] = &[
     rule("pythons[].sources", Pluck { field: "kind", sorted: true }),
     used("pythons[].sources[].kind"),
     ignore("pythons[].sources[].detail", "how the interpreter was found"),
+    ignore(
+        "pythons[].sources[].command",
+        "how the interpreter was found (the PATH command of the detail)",
+    ),
+    ignore(
+        "pythons[].sources[].path_entry",
+        "how the interpreter was found (the PATH position of the detail)",
+    ),
     rule("pythons[].packages", Code(w::packages)).sec(S::Packages),
     used("pythons[].packages[].name"),
     used("pythons[].packages[].version"),

@@ -13,8 +13,11 @@ use std::path::{Path, PathBuf};
 /// How far discovery goes.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// How many directory levels below the start are walked.
     pub depth: usize,
+    /// The most checkpoint files reported.
     pub max_files: usize,
+    /// The most directory entries looked at in all.
     pub max_entries: usize,
 }
 

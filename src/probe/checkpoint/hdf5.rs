@@ -18,6 +18,7 @@ const MAX_BLOCKS: usize = 64;
 /// The root group's attributes: name → string value (`None` when not a string).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct RootAttrs {
+    /// Root attributes by name, with their value when it is a string.
     pub attrs: Vec<(String, Option<String>)>,
     /// The root group keeps (some) attributes in dense storage, not read here.
     pub dense: bool,

@@ -39,7 +39,9 @@ const PROBE: &str = "checkpoint";
 /// An inspected checkpoint and what orders TF prefixes in time.
 #[derive(Clone, Debug)]
 pub struct Found {
+    /// The checkpoint as the snapshot records it.
     pub entry: Checkpoint,
+    /// Its modification time, when the file system gives one.
     pub mtime: Option<SystemTime>,
     /// The global step in a TF prefix name (`model.ckpt-5049` → 5049).
     pub step: Option<u64>,

@@ -19,9 +19,13 @@ const DEADLINE_EVERY: u32 = 1 << 16;
 /// What the opcode scan found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Scan {
+    /// The pickle protocol (the PROTO opcode), when stated.
     pub protocol: Option<u8>,
+    /// Every `module.name` a GLOBAL, INST or STACK_GLOBAL names.
     pub globals: BTreeSet<String>,
+    /// Storage locations named by persistent ids (torch: `cpu`, `cuda:0`).
     pub locations: BTreeSet<String>,
+    /// Whether STACK_GLOBAL (protocol 4+) was used.
     pub stack_global: bool,
     /// Bytes consumed, up to and including STOP.
     pub end: usize,

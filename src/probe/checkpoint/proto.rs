@@ -20,9 +20,13 @@ impl fmt::Display for ProtoError {
 /// One field's value, borrowed from the message buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value<'a> {
+    /// Wire type 0.
     Varint(u64),
+    /// Wire type 1.
     Fixed64(u64),
+    /// Wire type 2: length-delimited bytes.
     Bytes(&'a [u8]),
+    /// Wire type 5.
     Fixed32(u32),
 }
 

@@ -24,26 +24,37 @@ const MAX_TOTAL: u64 = 128 * 1024 * 1024;
 /// The bundle header (`BundleHeaderProto`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Header {
+    /// How many data shards the checkpoint has.
     pub num_shards: u32,
+    /// Whether the tensors are stored big-endian.
     pub big_endian: bool,
+    /// The bundle format version, when stated.
     pub version: Option<i64>,
 }
 
 /// One tensor entry (`BundleEntryProto`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Entry {
+    /// The tensor's key.
     pub name: String,
+    /// Its TensorFlow dtype code.
     pub dtype: u32,
+    /// Its shape.
     pub shape: Vec<i64>,
+    /// The data shard holding it.
     pub shard: u32,
+    /// Its byte offset in that shard.
     pub offset: u64,
+    /// Its size in bytes.
     pub size: u64,
 }
 
 /// A parsed index: its header and its tensor entries in key order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Bundle {
+    /// The bundle header (the empty key), when present.
     pub header: Option<Header>,
+    /// Every tensor entry, in index order.
     pub entries: Vec<Entry>,
 }
 

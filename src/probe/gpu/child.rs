@@ -23,7 +23,10 @@ pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
     /// Written first: the child started and speaks this protocol.
-    Hello { protocol: u32 },
+    Hello {
+        /// The protocol version.
+        protocol: u32,
+    },
     /// The library could not be loaded or initialised.
     InitFailed {
         /// The `nvml.status` it maps to.
@@ -33,11 +36,17 @@ pub enum Event {
     },
     /// NVML is up: system facts.
     System {
+        /// The NVML library file that was loaded.
         library: Option<String>,
+        /// The driver version NVML reports.
         driver_version: Option<String>,
+        /// The CUDA version the driver supports (`12.4`).
         cuda_driver_version: Option<String>,
+        /// NVML's own version.
         nvml_version: Option<String>,
+        /// How many devices NVML counts.
         device_count: u32,
+        /// Calls that failed, as messages.
         errors: Vec<String>,
     },
     /// One device, complete.
@@ -49,19 +58,33 @@ pub enum Event {
 /// What NVML says about one device (bytes as NVML gives them).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RawDevice {
+    /// NVML's device index.
     pub index: u32,
+    /// The product name.
     pub name: Option<String>,
+    /// The device UUID.
     pub uuid: Option<String>,
+    /// The PCI bus id.
     pub pci_bus_id: Option<String>,
+    /// The compute capability (`8.0`).
     pub compute_capability: Option<String>,
+    /// Total memory in bytes.
     pub memory_total: Option<u64>,
+    /// Memory in use in bytes.
     pub memory_used: Option<u64>,
+    /// Free memory in bytes.
     pub memory_free: Option<u64>,
+    /// GPU utilisation in percent.
     pub utilization_gpu: Option<u32>,
+    /// The compute mode.
     pub compute_mode: Option<String>,
+    /// Whether MIG mode is on.
     pub mig_enabled: Option<bool>,
+    /// Whether persistence mode is on.
     pub persistence_mode: Option<bool>,
+    /// The MIG devices' UUIDs.
     pub mig_devices: Vec<String>,
+    /// Processes holding memory on it.
     pub processes: Vec<RawProcess>,
     /// ECC memory health (absent fields: not supported or an older child).
     #[serde(default)]
@@ -83,15 +106,18 @@ pub struct RawEcc {
     /// Row remapping (Ampere and later, `nvmlDeviceGetRemappedRows`): a remap waits for a GPU
     /// reset, or a remap failed.
     pub remap_pending: Option<bool>,
+    /// Whether a row remapping failed.
     pub remap_failed: Option<bool>,
 }
 
 /// A process NVML lists on a device.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RawProcess {
+    /// The process id.
     pub pid: u32,
     /// `compute` or `graphics`.
     pub kind: String,
+    /// GPU memory it holds, in bytes.
     pub used_bytes: Option<u64>,
 }
 

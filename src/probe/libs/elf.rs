@@ -36,7 +36,9 @@ pub const EM_X86_64: u16 = 62;
 /// The ELF class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ElfClass {
+    /// 32-bit ELF.
     Elf32,
+    /// 64-bit ELF.
     Elf64,
 }
 
@@ -135,19 +137,39 @@ pub fn machine_name(m: u16) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum ElfError {
     #[error(transparent)]
+    /// The file could not be reached or read through the root.
     Root(#[from] RootError),
     #[error("{path}: {source}")]
+    /// An I/O error reading it.
     Io {
+        /// The file.
         path: PathBuf,
         #[source]
+        /// The error.
         source: std::io::Error,
     },
     #[error("{path}: not an ELF file")]
-    NotElf { path: PathBuf },
+    /// The file is not ELF.
+    NotElf {
+        /// The file.
+        path: PathBuf,
+    },
     #[error("{path}: truncated ELF file ({what} lies beyond its end)")]
-    Truncated { path: PathBuf, what: &'static str },
+    /// The file ends before a part its headers point to.
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// The part.
+        what: &'static str,
+    },
     #[error("{path}: malformed ELF file: {msg}")]
-    Malformed { path: PathBuf, msg: String },
+    /// A header or table is inconsistent.
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        msg: String,
+    },
 }
 
 impl ElfError {

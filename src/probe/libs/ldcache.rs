@@ -112,10 +112,13 @@ pub struct LdCache {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
     #[error("not an ld.so.cache (unknown magic)")]
+    /// The file does not start with a known ld.so.cache magic.
     BadMagic,
     #[error("truncated ld.so.cache: {0}")]
+    /// The file ends inside this part.
     Truncated(&'static str),
     #[error("corrupt ld.so.cache: {0}")]
+    /// A value is out of range.
     Corrupt(String),
 }
 

@@ -191,7 +191,7 @@ fn family(name: &str) -> Option<String> {
         "jaxlib" => "jax",
         other => other,
     };
-    crate::probe::python::derived::family(pypi)
+    crate::snapshot::family::family(pypi)
         .map(str::to_string)
         .or_else(|| {
             (name.starts_with("cuda-") || name.starts_with("libcu") || name == "cudatoolkit")

@@ -91,7 +91,7 @@ pub fn compare(root: &Root, lock: &str, sync: &str, entries: &[Entry], py: &Pyth
 
 /// The family a drift names: a framework's, or `cuda` for an NVIDIA wheel.
 fn family(name: &str) -> Option<String> {
-    crate::probe::python::derived::family(name)
+    crate::snapshot::family::family(name)
         .map(str::to_string)
         .or_else(|| name.starts_with("nvidia-").then(|| "cuda".to_string()))
 }

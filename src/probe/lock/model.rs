@@ -213,6 +213,7 @@ pub fn applies(
     }
 }
 
+/// A distribution name normalised as PEP 503 says (`Foo_Bar` → `foo-bar`).
 pub fn normalize(name: &str) -> String {
     crate::probe::python::dist_info::normalize_name(name.trim())
 }

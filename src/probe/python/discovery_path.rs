@@ -10,7 +10,7 @@ use super::locate::{
     env_path, interpreter_or_default, is_executable, is_pip_name, is_python_name, read_head,
     source, Collector, Hint,
 };
-use crate::snapshot::python::{PythonKind, SourceKind};
+use crate::snapshot::python::{PythonKind, Source, SourceKind};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
@@ -113,11 +113,12 @@ pub fn path_interpreters(c: &mut Collector) {
                 let detail = format!("{here} is a pyenv shim; {}", r.how);
                 c.add(
                     &r.path,
-                    source(SourceKind::PyenvShim, detail),
+                    Source::on_path(SourceKind::PyenvShim, &name, i, detail),
                     Hint::default(),
                 );
             } else {
-                c.add(&p, source(SourceKind::Path, here), Hint::default());
+                let s = Source::on_path(SourceKind::Path, &name, i, here);
+                c.add(&p, s, Hint::default());
             }
         }
     }
@@ -156,7 +157,7 @@ pub fn pip_shebangs(c: &mut Collector) {
                     let detail = format!("{here}: {}", shebang_line(&head));
                     c.add(
                         Path::new(&py),
-                        source(SourceKind::PipShebang, detail),
+                        Source::on_path(SourceKind::PipShebang, &name, i, detail),
                         Hint::default(),
                     );
                 }
@@ -165,13 +166,14 @@ pub fn pip_shebangs(c: &mut Collector) {
                     match which(c, &cmd) {
                         Some((py, how)) => {
                             let detail = format!("{here}: {line}; {how}");
-                            c.add(&py, source(SourceKind::PipShebang, detail), Hint::default());
+                            let s = Source::on_path(SourceKind::PipShebang, &name, i, detail);
+                            c.add(&py, s, Hint::default());
                         }
                         None => {
                             let detail = format!("{here}: {line}; {cmd} is not on PATH");
                             c.add(
                                 Path::new(&cmd),
-                                source(SourceKind::PipShebang, detail),
+                                Source::on_path(SourceKind::PipShebang, &name, i, detail),
                                 Hint::default(),
                             );
                         }

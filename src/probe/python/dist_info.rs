@@ -33,9 +33,13 @@ const MAX_SIDE_FILE: usize = 256 * 1024;
 /// What kind of entry a directory listing saw (from `d_type`, without a `stat`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EntryKind {
+    /// A directory.
     Dir,
+    /// A regular file.
     File,
+    /// A symbolic link.
     Symlink,
+    /// Anything else (a FIFO, a device).
     Other,
 }
 
@@ -109,9 +113,13 @@ pub fn normalize_name(name: &str) -> String {
 /// The core-metadata headers envdoctor keeps.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Headers {
+    /// `Name:`.
     pub name: Option<String>,
+    /// `Version:`.
     pub version: Option<String>,
+    /// Every `Requires-Dist:`.
     pub requires_dist: Vec<String>,
+    /// `Requires-Python:`.
     pub requires_python: Option<String>,
     /// True when no line of the block looked like a `Key: value` header (binary garbage).
     pub garbage: bool,

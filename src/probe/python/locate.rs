@@ -208,6 +208,7 @@ pub fn source(kind: SourceKind, detail: impl Into<String>) -> Source {
     Source {
         kind,
         detail: detail.into(),
+        ..Default::default()
     }
 }
 

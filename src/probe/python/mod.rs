@@ -13,7 +13,6 @@
 //! before each interpreter so that a slow machine still yields the interpreters done in time.
 
 pub mod conda;
-pub mod derived;
 pub mod discovery;
 pub mod discovery_path;
 pub mod dist_info;
@@ -51,9 +50,9 @@ pub fn probe(ctx: &Context) -> Apply {
         &mut errors,
         Some(machine),
     );
-    derived::assign_families(&mut pythons);
-    derived::assign_roles(&mut pythons);
-    derived::ide_drift(&mut pythons);
+    crate::snapshot::derived::assign_families(&mut pythons);
+    crate::snapshot::derived::assign_roles(&mut pythons);
+    crate::snapshot::derived::ide_drift(&mut pythons);
     Box::new(move |snap| {
         snap.pythons.extend(pythons);
         snap.probe_errors.extend(errors);

@@ -28,8 +28,11 @@ use std::path::{Path, PathBuf};
 /// A Python version as far as the files tell it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PyVersion {
+    /// The major version.
     pub major: u32,
+    /// The minor version.
     pub minor: u32,
+    /// The patch level, when known.
     pub patch: Option<u32>,
 }
 
@@ -113,6 +116,7 @@ pub fn parse_pyvenv_cfg(file: &Path, text: &str) -> VenvCfg {
 /// What the files say about one interpreter.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Layout {
+    /// What kind of interpreter it is.
     pub kind: PythonKind,
     /// `sys.prefix`.
     pub prefix: Option<PathBuf>,
@@ -120,7 +124,9 @@ pub struct Layout {
     pub base_prefix: Option<PathBuf>,
     /// A venv's base interpreter.
     pub base_executable: Option<PathBuf>,
+    /// Its version, from the files.
     pub version: Option<PyVersion>,
+    /// Its `pyvenv.cfg`, for a venv.
     pub venv: Option<VenvCfg>,
     /// The base Python uses Debian's `dist-packages` scheme.
     pub debian: bool,

@@ -94,7 +94,7 @@ pub fn family(name: &str) -> Option<&'static str> {
 /// The CUDA family of an NVIDIA library wheel (`nvidia-cusolver-cu12` → `cusolver`,
 /// `nvidia-cuda-runtime-cu12` → `cudart`, `nvidia-cublas` → `cublas`), when it ships one.
 pub fn wheel_family(wheel: &str) -> Option<&'static str> {
-    let (stem, _) = crate::probe::python::derived::nvidia_wheel(wheel)?;
+    let (stem, _) = crate::snapshot::family::nvidia_wheel(wheel)?;
     let family = match stem {
         "cuda-runtime" => "cudart",
         "cuda-nvrtc" => "nvrtc",
@@ -154,34 +154,10 @@ impl Scan {
     }
 }
 
-/// Which framework a package is, and the module directories to look in.
-pub(crate) fn kind_of(pkg: &Package) -> Option<(&'static str, Vec<&'static str>)> {
-    let n = pkg.name.as_str();
-    match n {
-        "tensorflow" | "tensorflow-gpu" | "tensorflow-cpu" | "tf-nightly" | "tensorflow-intel"
-        | "tf-nightly-gpu" => Some(("tensorflow", vec!["tensorflow_core", "tensorflow"])),
-        "torch" => Some(("torch", vec!["torch"])),
-        "jaxlib" => Some(("jax", vec!["jaxlib"])),
-        "onnxruntime-gpu" => Some(("onnxruntime", vec!["onnxruntime"])),
-        _ if n.starts_with("jax-cuda") && n.ends_with("-plugin") => Some((
-            "jax",
-            vec![
-                "jax_cuda12_plugin",
-                "jax_cuda11_plugin",
-                "jax_cuda13_plugin",
-            ],
-        )),
-        _ if n.starts_with("jax-cuda") && n.ends_with("-pjrt") => Some((
-            "jax",
-            vec![
-                "jax_plugins/xla_cuda12",
-                "jax_plugins/xla_cuda11",
-                "jax_plugins/xla_cuda13",
-            ],
-        )),
-        _ if n.starts_with("cupy-cuda") => Some(("cupy", vec!["cupy", "cupy_backends"])),
-        _ => None,
-    }
+/// Which framework a package is, and the module directories to look in (the one table of
+/// names, `crate::snapshot::family`).
+pub(crate) fn kind_of(pkg: &Package) -> Option<crate::snapshot::family::Scan> {
+    crate::snapshot::family::scan(&pkg.name)
 }
 
 /// The CUDA major a package name states (`cupy-cuda12x` → 12, `cupy-cuda110` → 11,
@@ -232,12 +208,15 @@ pub fn scan_python(
     let mut out = Vec::new();
     let mut seen_dirs: Vec<PathBuf> = Vec::new();
     for pkg in &python.packages {
-        let (kind, modules) = kind_of(pkg).unwrap_or(("cuda-extension", Vec::new()));
-        if kind == "cuda-extension" {
+        let Some(crate::snapshot::family::Scan {
+            framework: kind,
+            modules,
+        }) = kind_of(pkg)
+        else {
             // After the frameworks: a per-CUDA variant follows their CUDA.
             extensions.push(pkg);
             continue;
-        }
+        };
         let site = PathBuf::from(&pkg.location);
         let Some(dir) = modules
             .iter()
@@ -483,9 +462,13 @@ pub(crate) fn read_text(root: &Root, path: &Path, errors: &mut Vec<ProbeError>) 
 /// A Python literal we understand.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PyValue {
+    /// A string.
     Str(String),
+    /// `True` or `False`.
     Bool(bool),
+    /// A list or tuple of strings.
     List(Vec<String>),
+    /// `None`.
     None,
 }
 

@@ -46,7 +46,9 @@ pub enum Mode {
 /// torch's preload, as its `__init__.py` writes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
+    /// What it preloads, in order.
     pub specs: Vec<Spec>,
+    /// When the preload applies.
     pub mode: Mode,
     /// `torch/lib/libtorch_global_deps.so`.
     pub global_deps: PathBuf,

@@ -1,8 +1,8 @@
 //! Facts derived once from the inspected interpreters, so rules and `compare` do not each
 //! rebuild them (and do not nest a loop over every interpreter inside another):
 //!
-//! - [`family`]: the project a distribution belongs to when it ships under several names
-//!   (`tensorflow-gpu`, `tf-nightly`, `intel-tensorflow` are all `tensorflow`);
+//! - [`assign_families`]: `packages[].family`, from the one table of names
+//!   (`crate::snapshot::family`);
 //! - [`assign_roles`]: what each interpreter is to the person at the machine — the one a job
 //!   runs (`job`), the one `python` in the shell runs (`shell`), one an IDE or notebook runs
 //!   (`ide`), the one `pip` installs into (`pip-target`);
@@ -11,148 +11,12 @@
 //!   hash map per interpreter, so 1,500 kernelspecs cost 1,500 map lookups per package, not
 //!   1,500².
 
+use crate::snapshot::family::{family, family_of, is_ml};
 use crate::snapshot::python::{IdeDrift, PackageDrift, Python, PythonRole, SourceKind};
 use std::collections::HashMap;
 
-/// Distribution names (PEP 503-normalised) of projects published under several names, by
-/// family. A name not listed is its own project and gets no family.
-const FAMILIES: &[(&str, &[&str])] = &[
-    (
-        "tensorflow",
-        &[
-            "tensorflow",
-            "tensorflow-gpu",
-            "tensorflow-cpu",
-            "tensorflow-intel",
-            "tensorflow-macos",
-            "tensorflow-aarch64",
-            "tensorflow-cpu-aws",
-            "tensorflow-rocm",
-            "tensorflow-directml",
-            "intel-tensorflow",
-            "intel-tensorflow-avx512",
-            "tf-nightly",
-            "tf-nightly-gpu",
-            "tf-nightly-cpu",
-            "tf-nightly-intel",
-            "tf-nightly-macos",
-        ],
-    ),
-    ("keras", &["keras", "keras-nightly"]),
-    ("torch", &["torch", "pytorch", "torch-nightly"]),
-    ("jax", &["jax", "jax-nightly"]),
-    ("jaxlib", &["jaxlib", "jaxlib-nightly"]),
-    (
-        "onnxruntime",
-        &[
-            "onnxruntime",
-            "onnxruntime-gpu",
-            "onnxruntime-directml",
-            "onnxruntime-openvino",
-            "onnxruntime-training",
-            "ort-nightly",
-            "ort-nightly-gpu",
-        ],
-    ),
-    (
-        "opencv",
-        &[
-            "opencv-python",
-            "opencv-python-headless",
-            "opencv-contrib-python",
-            "opencv-contrib-python-headless",
-        ],
-    ),
-    (
-        "cupy",
-        &["cupy", "cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x"],
-    ),
-];
-
-/// Packages that decide how training code behaves, beyond the families: an IDE interpreter
-/// that differs from the shell's in one of these is a warning, in anything else an info.
-const ML: &[&str] = &[
-    "tf-keras",
-    "torchvision",
-    "torchaudio",
-    "numpy",
-    "h5py",
-    "protobuf",
-    "scipy",
-    "scikit-learn",
-    "pandas",
-    "transformers",
-    "tensorboard",
-    "ml-dtypes",
-    "triton",
-    "accelerate",
-    "lightning",
-    "pytorch-lightning",
-    "bert4keras",
-    "tensorflow-probability",
-    "tensorflow-estimator",
-    "flax",
-    "optax",
-    "datasets",
-    "tokenizers",
-    "safetensors",
-    "xgboost",
-    "lightgbm",
-];
-
 /// How many non-ML names an [`IdeDrift`] spells out.
 pub const OTHER_NAMES: usize = 5;
-
-/// The family of a (normalised) distribution name: `tensorflow-gpu` → `tensorflow`.
-pub fn family(name: &str) -> Option<&'static str> {
-    if let Some((f, _)) = FAMILIES.iter().find(|(_, names)| names.contains(&name)) {
-        return Some(f);
-    }
-    // Nightly variants not listed by name (`tf-nightly-rocm`).
-    if name.starts_with("tf-nightly-") {
-        return Some("tensorflow");
-    }
-    None
-}
-
-/// Whether drift in this package is an ML matter (a family member or a listed ML package).
-pub fn is_ml(name: &str) -> bool {
-    family(name).is_some()
-        || ML.contains(&name)
-        || name.starts_with("nvidia-")
-        || name.starts_with("jax-cuda")
-}
-
-/// The family of an NVIDIA library wheel, from NVIDIA's naming scheme `nvidia-<library>-cu<N>`
-/// (`nvidia-nccl-cu12` → `nvidia-nccl`): the same library built for each CUDA major.
-pub fn nvidia_family(name: &str) -> Option<String> {
-    match nvidia_wheel(name)? {
-        (lib, Some(_)) => Some(format!("nvidia-{lib}")),
-        (_, None) => None,
-    }
-}
-
-/// An NVIDIA wheel name split as NVIDIA names them: (`<library>`, the CUDA major of a
-/// `-cu<N>` suffix): `nvidia-nccl-cu12` → (`nccl`, `12`), CUDA 13's `nvidia-cublas` →
-/// (`cublas`, none).
-pub fn nvidia_wheel(name: &str) -> Option<(&str, Option<&str>)> {
-    let stem = name.strip_prefix("nvidia-")?;
-    let split = stem.rsplit_once("-cu").filter(|(lib, major)| {
-        !lib.is_empty() && !major.is_empty() && major.bytes().all(|b| b.is_ascii_digit())
-    });
-    Some(match split {
-        Some((lib, major)) => (lib, Some(major)),
-        None => (stem, None),
-    })
-}
-
-/// A distribution's family: a listed project published under several names, or an NVIDIA
-/// library wheel's (see [`nvidia_family`]).
-pub fn family_of(name: &str) -> Option<String> {
-    family(name)
-        .map(str::to_string)
-        .or_else(|| nvidia_family(name))
-}
 
 /// Fill `packages[].family` and `packages[].built_for_cudnn` of every interpreter.
 pub fn assign_families(pythons: &mut [Python]) {
@@ -182,14 +46,6 @@ pub fn cudnn_of_label(local: &str) -> Option<String> {
     })
 }
 
-/// The command a PATH / pip-shebang source names and its PATH position, from its detail
-/// (`python3 (PATH entry 2: /usr/bin)` → `("python3", 2)`).
-fn path_name_and_entry(detail: &str) -> Option<(&str, usize)> {
-    let (name, rest) = detail.split_once(" (PATH entry ")?;
-    let n = rest.split(':').next()?.parse().ok()?;
-    Some((name, n))
-}
-
 /// The interpreter (index) with the best-ranked source of these kinds, by command name
 /// (earlier in `names` is better) then PATH position.
 fn first_on_path(pythons: &[Python], kinds: &[SourceKind], names: &[&str]) -> Option<usize> {
@@ -202,7 +58,7 @@ fn first_on_path(pythons: &[Python], kinds: &[SourceKind], names: &[&str]) -> Op
             if !kinds.contains(&s.kind) {
                 continue;
             }
-            let Some((name, entry)) = path_name_and_entry(&s.detail) else {
+            let (Some(name), Some(entry)) = (s.command.as_deref(), s.path_entry) else {
                 continue;
             };
             let Some(rank) = names.iter().position(|n| *n == name) else {
@@ -370,37 +226,20 @@ mod tests {
         assert_eq!(cudnn_of_label("cudnnx9"), None);
     }
 
-    #[test]
-    fn nvidia_wheels_of_one_library_share_a_family_across_cuda_majors() {
-        assert_eq!(
-            nvidia_family("nvidia-nccl-cu12").as_deref(),
-            Some("nvidia-nccl")
-        );
-        assert_eq!(
-            nvidia_family("nvidia-nccl-cu13").as_deref(),
-            Some("nvidia-nccl")
-        );
-        assert_eq!(
-            nvidia_family("nvidia-cuda-runtime-cu11").as_deref(),
-            Some("nvidia-cuda-runtime")
-        );
-        // Not the scheme: no CUDA major, or not NVIDIA's library wheels.
-        assert_eq!(nvidia_family("nvidia-ml-py"), None);
-        assert_eq!(nvidia_family("nvidia-cutlass-dsl"), None);
-        assert_eq!(nvidia_family("nvidia-cudnn-cu"), None);
-        assert_eq!(nvidia_family("cupy-cuda12x"), None);
-        assert_eq!(family_of("tensorflow-gpu").as_deref(), Some("tensorflow"));
-    }
-
     fn py(path: &str, sources: &[(SourceKind, &str)], pkgs: &[(&str, &str)]) -> Python {
         Python {
             path: path.into(),
             exists: true,
             sources: sources
                 .iter()
-                .map(|(k, d)| Source {
-                    kind: *k,
-                    detail: d.to_string(),
+                .map(|(k, d)| {
+                    let mut s = Source {
+                        kind: *k,
+                        detail: d.to_string(),
+                        ..Default::default()
+                    };
+                    s.derive_path_fields();
+                    s
                 })
                 .collect(),
             packages: pkgs
@@ -414,30 +253,6 @@ mod tests {
                 .collect(),
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn families_group_the_names_a_project_ships_under() {
-        for n in [
-            "tensorflow",
-            "tensorflow-gpu",
-            "tensorflow-cpu",
-            "tf-nightly",
-            "tensorflow-macos",
-            "intel-tensorflow",
-            "tensorflow-intel",
-            "tf-nightly-gpu",
-        ] {
-            assert_eq!(family(n), Some("tensorflow"), "{n}");
-        }
-        assert_eq!(family("torch"), Some("torch"));
-        assert_eq!(family("keras-nightly"), Some("keras"));
-        assert_eq!(family("tf-keras"), None);
-        assert_eq!(family("tensorflow-probability"), None);
-        assert_eq!(family("tensorboard"), None);
-        assert_eq!(family("tensorflow-serving-api-gpu"), None);
-        assert_eq!(family("tf-nightly-rocm"), Some("tensorflow"));
-        assert!(is_ml("tf-keras") && is_ml("nvidia-cudnn-cu12") && !is_ml("requests"));
     }
 
     #[test]

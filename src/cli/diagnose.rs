@@ -1,11 +1,11 @@
 //! The `diagnose` and `run` subcommands: arguments, where the log and the facts come from, and
-//! what `run` does with the output its supervisor ([`super::supervise`]) relayed and kept.
+//! what `run` does with the output its supervisor ([`crate::diagnose::supervise`]) relayed and kept.
 
-use super::matcher::SymptomIndex;
-use super::{render, Report};
+use super::probe_args::ProbeArgs;
+use crate::diagnose::matcher::SymptomIndex;
+use crate::diagnose::{render, Report};
 use crate::exit::Exit;
 use crate::probe;
-use crate::probe_args::ProbeArgs;
 use crate::report::style::Style;
 use crate::report::{write_stdout, Format};
 use crate::rules::RuleSet;
@@ -84,7 +84,10 @@ pub fn diagnose_cmd(a: DiagnoseArgs) -> Result<Exit, Error> {
                      (`python train.py 2>&1 | envdoctor diagnose -`)",
                 ));
             }
-            ("stdin".to_string(), super::scan(stdin.lock(), &index))
+            (
+                "stdin".to_string(),
+                crate::diagnose::scan(stdin.lock(), &index),
+            )
         }
         Some(p) => {
             let shown = p.display().to_string();
@@ -93,7 +96,7 @@ pub fn diagnose_cmd(a: DiagnoseArgs) -> Result<Exit, Error> {
             }
             let f = std::fs::File::open(p)
                 .map_err(|e| Error::input(&shown, format!("cannot read log: {e}")))?;
-            let scanned = super::scan(f, &index);
+            let scanned = crate::diagnose::scan(f, &index);
             (shown, scanned)
         }
     };
@@ -110,14 +113,21 @@ pub fn diagnose_cmd(a: DiagnoseArgs) -> Result<Exit, Error> {
     Ok(exit(&report))
 }
 
-fn read_error(shown: &str, e: super::reader::ReadError) -> Error {
+fn read_error(shown: &str, e: crate::diagnose::reader::ReadError) -> Error {
     match e {
-        super::reader::ReadError::Io(e) => Error::input(shown, format!("cannot read log: {e}")),
-        super::reader::ReadError::NotText(m) => Error::input(shown, m),
+        crate::diagnose::reader::ReadError::Io(e) => {
+            Error::input(shown, format!("cannot read log: {e}"))
+        }
+        crate::diagnose::reader::ReadError::NotText(m) => Error::input(shown, m),
     }
 }
 
-fn finish(scan: super::Scan, rules: &RuleSet, f: &FactArgs, shown: &str) -> Result<Report, Error> {
+fn finish(
+    scan: crate::diagnose::Scan,
+    rules: &RuleSet,
+    f: &FactArgs,
+    shown: &str,
+) -> Result<Report, Error> {
     // Facts are only gathered when some rule is a candidate or an event can be explained.
     let (facts, from) = if !scan.needs_facts() {
         (serde_json::Value::Null, "none needed".to_string())
@@ -125,11 +135,7 @@ fn finish(scan: super::Scan, rules: &RuleSet, f: &FactArgs, shown: &str) -> Resu
         match &f.from {
             Some(path) => {
                 let s = path.display().to_string();
-                // Capped as `check --from` and `compare` are (ENVDOCTOR_MAX_SNAPSHOT_MIB).
-                let bytes = crate::snapshot::read_capped(path)?;
-                let text = String::from_utf8(bytes)
-                    .map_err(|_| Error::input(&s, "cannot read snapshot: not UTF-8 text"))?;
-                let snap = crate::Snapshot::from_json(&text, &s)?;
+                let snap = crate::Snapshot::load(path)?;
                 (
                     serde_json::to_value(&snap).unwrap_or_default(),
                     format!("snapshot {s}"),
@@ -148,13 +154,19 @@ fn finish(scan: super::Scan, rules: &RuleSet, f: &FactArgs, shown: &str) -> Resu
             }
         }
     };
-    Ok(super::diagnose(scan, rules.rules(), &facts, shown, &from))
+    Ok(crate::diagnose::diagnose(
+        scan,
+        rules.rules(),
+        &facts,
+        shown,
+        &from,
+    ))
 }
 
 /// The files the log's traceback loads (`torch.load("/data/model.pt")`) that exist under
 /// `root`, as paths on the probed machine: probed as checkpoints instead of asking for
 /// `--checkpoint`.
-fn loaded_checkpoints(scan: &super::Scan, root: &std::path::Path) -> Vec<PathBuf> {
+fn loaded_checkpoints(scan: &crate::diagnose::Scan, root: &std::path::Path) -> Vec<PathBuf> {
     scan.log
         .loaded_files()
         .into_iter()
@@ -220,7 +232,7 @@ fn exit(r: &Report) -> Exit {
     let confirmed = r
         .diagnoses
         .first()
-        .is_some_and(|d| d.verdict == super::confirm::Verdict::Confirmed);
+        .is_some_and(|d| d.verdict == crate::diagnose::confirm::Verdict::Confirmed);
     Exit::found_if(!confirmed)
 }
 
@@ -241,7 +253,7 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
     let user_rules =
         (!extra.is_empty()).then(|| std::thread::spawn(move || RuleSet::from_paths(&extra)));
     let shown = crate::report::escape::one_line(&a.command.join(" ")).into_owned();
-    let outcome = match super::supervise::supervise(&a.command) {
+    let outcome = match crate::diagnose::supervise::supervise(&a.command) {
         Ok(o) => o,
         Err(e) => {
             let code = if e.kind() == std::io::ErrorKind::NotFound {
@@ -286,7 +298,7 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
                 ));
                 eprintln!();
                 let index = SymptomIndex::new(rules.rules());
-                let result = super::scan(&outcome.captured[..], &index)
+                let result = crate::diagnose::scan(&outcome.captured[..], &index)
                     .map_err(|e| read_error(&shown, e))
                     .and_then(|s| finish(s, &rules, &a.facts, &shown));
                 match result {
@@ -297,7 +309,7 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
         }
     }
     if let Some(sig) = signal {
-        super::supervise::reraise(sig);
+        crate::diagnose::supervise::reraise(sig);
     }
     Ok(Exit::Passed(code))
 }

@@ -1,6 +1,6 @@
 //! The `compare` subcommand's arguments and run: read the files, compare, print, exit code.
 
-use super::{compare, load_all, CompareOptions, Section, Verdict, VerdictFn};
+use crate::compare::{compare, load_all, CompareOptions, Section, Verdict, VerdictFn};
 use crate::report::{style, write_stdout, Format};
 use crate::rules::RuleSet;
 use crate::Error;
@@ -93,13 +93,16 @@ fn all_verdicts(
 /// The snapshots to compare: the files, or for `LOCK SNAPSHOT` (either order) the snapshot as
 /// the lock would have it and the snapshot.
 fn load_inputs(files: &[PathBuf]) -> Result<Vec<(String, crate::Snapshot)>, Error> {
-    let locks: Vec<bool> = files.iter().map(|f| super::lock::is_lock(f)).collect();
+    let locks: Vec<bool> = files
+        .iter()
+        .map(|f| crate::compare::lock::is_lock(f))
+        .collect();
     match (files.len(), locks.iter().filter(|l| **l).count()) {
         (_, 0) => load_all(files),
         (2, 1) => {
             let (li, si) = if locks[0] { (0, 1) } else { (1, 0) };
-            let snap = super::load(&files[si])?;
-            let locked = super::lock::as_locked(&files[li], &snap)?;
+            let snap = crate::compare::load(&files[si])?;
+            let locked = crate::compare::lock::as_locked(&files[li], &snap)?;
             let mut out = vec![
                 (files[si].display().to_string(), snap),
                 (files[li].display().to_string(), locked),

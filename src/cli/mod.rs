@@ -1,20 +1,27 @@
-//! The command line: argument definitions (clap derive) and dispatch to the library.
+//! The command line: argument definitions (clap derive), dispatch, and each command's
+//! orchestration (`check`/`report`, `snapshot`, `rules`, `explain` here; [`compare`],
+//! [`diagnose`] (`diagnose` and `run`) and the probe options they share ([`probe_args`]) beside).
 //!
-//! Each subcommand's work lives in the library; this module only turns arguments into
-//! [`crate::probe::Options`] and calls it. Exit codes: 0 success / nothing to report, 1 findings or
-//! drift, 2 envdoctor could not do its job.
+//! Each subcommand's work lives in the library; this layer turns arguments into
+//! [`crate::probe::Options`], calls the layers below (probes, snapshot, rules, compare,
+//! diagnose) and hands their results to `report`. Nothing below it imports it. Exit codes: 0
+//! success / nothing to report, 1 findings or drift, 2 envdoctor could not do its job.
+
+pub mod compare;
+pub mod diagnose;
+pub mod probe_args;
 
 use crate::exit::Exit;
 use crate::probe;
-pub use crate::probe_args::ProbeArgs;
-use crate::report::findings::{self, FailOn, Summary};
 use crate::report::layout::Layout;
 use crate::report::style::{ColorWhen, Style};
+use crate::report::verdict::{FailOn, Summary};
 use crate::report::{write_stdout, Format};
 use crate::root::Env;
 use crate::rules::RuleSet;
 use crate::Error;
 use clap::{Args, CommandFactory, Parser, Subcommand};
+pub use probe_args::ProbeArgs;
 use std::path::{Path, PathBuf};
 
 const EXAMPLES: &str = "\
@@ -155,11 +162,11 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Compare snapshots: the drift between two machines or two days, or across a fleet.
     #[command(long_about = COMPARE_ABOUT, after_help = COMPARE_EXAMPLES)]
-    Compare(crate::compare::cli::CompareArgs),
+    Compare(compare::CompareArgs),
     /// Diagnose a log: which known failure it shows, confirmed or ruled out by the machine's facts.
-    Diagnose(crate::diagnose::cli::DiagnoseArgs),
+    Diagnose(diagnose::DiagnoseArgs),
     /// Run a command; when it fails, diagnose what it printed (exits with its status).
-    Run(crate::diagnose::cli::RunArgs),
+    Run(diagnose::RunArgs),
     /// Print a shell completion script: `envdoctor completions bash > /etc/bash_completion.d/envdoctor`.
     Completions {
         /// The shell.
@@ -337,6 +344,15 @@ pub enum RulesCommand {
     Test(RulesFilesArgs),
     /// Validate rule files and report style problems (missing tests, references, ...).
     Lint(RulesFilesArgs),
+    /// List every fact path rules can read, with the snapshot schema's description of it.
+    Facts(RulesFactsArgs),
+}
+
+/// `envdoctor rules facts`.
+#[derive(Debug, Args)]
+pub struct RulesFactsArgs {
+    /// Only the paths that start with this (`pythons[].packages`, `libraries[]`, `gpus`).
+    pub prefix: Option<String>,
 }
 
 /// `envdoctor rules list`.
@@ -411,15 +427,15 @@ pub fn run(cli: Cli) -> Result<Exit, Error> {
         Command::Snapshot(args) => snapshot(args),
         Command::Rules(cmd) => rules_cmd(cmd),
         Command::Explain(args) => explain(args),
-        Command::Compare(args) => crate::compare::cli::run(
+        Command::Compare(args) => compare::run(
             args,
             crate::report::compare::Detail {
                 quiet: cli.global.quiet,
                 verbose: cli.global.verbose,
             },
         ),
-        Command::Diagnose(args) => crate::diagnose::cli::diagnose_cmd(args),
-        Command::Run(args) => crate::diagnose::cli::run_cmd(args),
+        Command::Diagnose(args) => diagnose::diagnose_cmd(args),
+        Command::Run(args) => diagnose::run_cmd(args),
         Command::NvmlChild(args) => Ok(Exit::Passed(probe::gpu::child::run(args.lib.as_deref()))),
         Command::LoadChild { args } => Ok(Exit::Passed(probe::libs::load::child_main(&args))),
     }
@@ -431,7 +447,8 @@ fn snapshot(args: SnapshotArgs) -> Result<Exit, Error> {
         crate::timings::enable();
     }
     let mut opts = args.probe.to_options()?;
-    opts.progress = crate::report::progress::wanted();
+    opts.progress = crate::report::progress::wanted()
+        .then_some(crate::report::progress::terminal as probe::Progress);
     let snap = probe::collect(opts);
     let written = std::time::Instant::now();
     // Streamed, not built as one string: a machine with many environments makes a snapshot of
@@ -595,12 +612,11 @@ fn rules_and_facts(
             .stack_size(RULES_STACK)
             .spawn_scoped(s, compile);
         let snap = match &args.from {
-            Some(path) => {
-                crate::timings::span("read snapshot", || crate::Snapshot::read_file(path))
-            }
+            Some(path) => crate::timings::span("read snapshot", || crate::Snapshot::load(path)),
             None => args.probe.to_options().and_then(|mut opts| {
                 args.probe.check_named(&opts)?;
-                opts.progress = crate::report::progress::wanted();
+                opts.progress = crate::report::progress::wanted()
+                    .then_some(crate::report::progress::terminal as probe::Progress);
                 project = opts.project.as_ref().map(|p| p.display().to_string());
                 Ok(probe::collect(opts))
             }),
@@ -662,8 +678,10 @@ fn render_check(
         (true, CheckFormat::Json) => crate::report::envreport::json(found, summary, snap),
         // Markdown on a terminal wraps as text does; piped, it is the document as pasted.
         (true, _) => on_terminal(crate::report::envreport::markdown(found, summary, snap)),
-        (false, CheckFormat::Json) => findings::json(found, summary, snap),
-        (false, CheckFormat::Markdown) => on_terminal(findings::markdown(found, summary, snap)),
+        (false, CheckFormat::Json) => crate::report::json::render(found, summary, snap),
+        (false, CheckFormat::Markdown) => {
+            on_terminal(crate::report::markdown::render(found, summary, snap))
+        }
         (false, CheckFormat::Sarif) => {
             crate::report::sarif::render(rules.rules(), found, snap, sarif_base(args).as_deref())
         }
@@ -682,7 +700,7 @@ fn render_check(
             let home = Env::from_process().home().map(|h| h.display().to_string());
             let lay = Layout::new(crate::report::layout::stdout_width(), home, project);
             let st = Style::stdout();
-            let detail = findings::Detail {
+            let detail = crate::report::text::Detail {
                 verbose: global.verbose,
                 all: args.all,
             };
@@ -769,6 +787,17 @@ fn rules_cmd(cmd: RulesCommand) -> Result<Exit, Error> {
             out(&lay.wrap_lines(&crate::report::rules::test_text(&set, &results)))?;
             Ok(Exit::found_if(failed > 0))
         }
+        RulesCommand::Facts(a) => {
+            let paths = crate::rules::path::SchemaWalker::default().fact_paths();
+            let prefix = a.prefix.as_deref().unwrap_or("");
+            let text = crate::report::rules::facts_text(&paths, prefix);
+            if text.is_empty() {
+                return Err(Error::input(prefix, "no fact path starts with this")
+                    .with_hint("`envdoctor rules facts` lists them all"));
+            }
+            out(&text)?;
+            Ok(Exit::Success)
+        }
         RulesCommand::Lint(a) => {
             let set = load_for_files(&a.paths, &a.rules)?;
             let problems = set.lint();
@@ -777,10 +806,9 @@ fn rules_cmd(cmd: RulesCommand) -> Result<Exit, Error> {
                 s.push_str(&format!("warning: {p}\n"));
             }
             s.push_str(&format!(
-                "{} rules valid; {} style problem{}\n",
+                "{} rules valid; {}\n",
                 set.rules().len(),
-                problems.len(),
-                if problems.len() == 1 { "" } else { "s" }
+                crate::plural::plural(problems.len(), "style problem")
             ));
             let lay = Layout::new(crate::report::layout::stdout_width(), None, None);
             out(&lay.wrap_lines(&s))?;

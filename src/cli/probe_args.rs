@@ -1,7 +1,5 @@
 //! The probe options every probing command shares (`check`, `snapshot`, `report`, `diagnose`,
 //! `run`): their clap definition and their translation into [`crate::probe::Options`], checked.
-//! Kept apart from `cli` so that command modules elsewhere (`diagnose::cli`) can take them
-//! without importing the dispatcher that imports them.
 
 use crate::probe::Options;
 use crate::root::{Env, Root};
