@@ -336,6 +336,29 @@ fn config_toml(_: &mut Scratch, b: &[u8]) {
     }
 }
 
+/// The CUDA tools' version reader: `.rodata` located through the section table of a file that
+/// claims to be ELF64 (every offset and size from the file), then the marker search.
+fn tool_rodata(s: &mut Scratch, b: &[u8]) {
+    s.put("/cuda/bin/nvcc", b);
+    let root = Root::new(s.dir.path());
+    let _ = envdoctor::probe::tools::tool_version(&root, Path::new("/cuda/bin/nvcc"));
+    let _ = envdoctor::probe::tools::find_version(b);
+}
+
+/// A conda prefix's `conda-meta/*.json` record (conda's `PrefixRecord`), read as the lock
+/// comparison reads it.
+fn conda_meta(s: &mut Scratch, b: &[u8]) {
+    s.put("/env/conda-meta/pkg-1.0-0.json", b);
+    let root = Root::new(s.dir.path());
+    let _ = envdoctor::probe::lock::conda_meta::records(&root, Path::new("/env"));
+}
+
+/// What a `pyproject.toml` declares (project dependencies, extras, dependency groups), read to
+/// tell a stale lock.
+fn pyproject_declared(_: &mut Scratch, b: &[u8]) {
+    let _ = envdoctor::probe::lock::stale::declared(&text(b));
+}
+
 /// The escaping layer (issue 30): what comes out holds no control character and no raw
 /// Markdown/HTML opener, whatever went in (a violation panics, which the engine reports).
 fn escape(_: &mut Scratch, b: &[u8]) {
@@ -527,6 +550,27 @@ fn files(dirs: &[PathBuf], want: &dyn Fn(&str) -> bool, max: usize, max_len: u64
 }
 
 /// Real files of this machine's Python installs and of cached PyPI venvs (when present).
+/// Directories named `name` under `dir`, at most `depth` levels down (sorted).
+fn glob_dirs(dir: &Path, name: &str, depth: usize) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if e.file_name() == name {
+            out.push(e.path());
+        } else if depth > 0 {
+            out.extend(glob_dirs(&e.path(), name, depth - 1));
+        }
+    }
+    out
+}
+
 fn python_dirs() -> Vec<PathBuf> {
     let mut d = vec![
         repo("fixtures/machines"),
@@ -757,6 +801,33 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             v.push(b"rules = [\"a\", \"b\"]\nfail-on = \"warning\"\n[severity]\nx = \"info\"\n".to_vec());
             v
         }
+        "tool-rodata" => {
+            // Real CUDA 13 tools from NVIDIA's wheel (bin2c carries the version string, the
+            // device query does not), then the small ELF files of the elf target.
+            let mut v = files(
+                &python_dirs(),
+                &|n| n == "bin2c" || n == "__nvcc_device_query",
+                4,
+                256 << 10,
+            );
+            v.extend(seeds("elf").into_iter().take(6));
+            v
+        }
+        "conda-meta" => {
+            // conda's own record of the fixture's python (every field conda writes, `files`
+            // and `paths_data` included); every conda-meta record under fixtures/ besides.
+            let first = repo("fixtures/machines/site-conda/opt/conda/conda-meta");
+            let mut dirs = glob_dirs(&repo("fixtures"), "conda-meta", 6);
+            dirs.retain(|d| *d != first);
+            dirs.insert(0, first);
+            files(&dirs, &|n| n.ends_with(".json"), 20, 1 << 20)
+        }
+        "pyproject" => files(
+            &[repo("fixtures"), repo(".")],
+            &|n| n == "pyproject.toml",
+            30,
+            1 << 16,
+        ),
         "escape" => vec![
             b"\n<!--\n@octocat </details><img src=x> \x1b]0;t\x07 ``x`` \xe2\x80\xae [l](u) | c |\r\n::error::X".to_vec(),
             b"/home/u/proj/.venv/bin/python".to_vec(),
@@ -1137,6 +1208,27 @@ pub fn all() -> Vec<Target> {
             dict: TEXT_DICT,
             mutate: None,
             run: config_toml,
+        },
+        Target {
+            name: "tool-rodata",
+            parser: "tools::tool_version (ELF64 section table, .rodata) + find_version",
+            dict: BIN_DICT,
+            mutate: None,
+            run: tool_rodata,
+        },
+        Target {
+            name: "conda-meta",
+            parser: "lock::conda_meta::records (conda-meta/*.json)",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: conda_meta,
+        },
+        Target {
+            name: "pyproject",
+            parser: "lock::stale::declared (pyproject.toml dependencies and groups)",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: pyproject_declared,
         },
         Target {
             name: "escape",
