@@ -359,6 +359,58 @@ fn pyproject_declared(_: &mut Scratch, b: &[u8]) {
     let _ = envdoctor::probe::lock::stale::declared(&text(b));
 }
 
+/// The serialized probe end to end: a pickle's globals (GLOBAL / STACK_GLOBAL, from the walker)
+/// resolved against a small interpreter's `sys.path` on the scratch machine (a standard library
+/// that is really there, a site-packages with one package whose source defines one class), as
+/// `serialized::resolve` reads files: every `module.name` a hostile pickle names becomes path
+/// components and a word search in a source file.
+fn serialized(s: &mut Scratch, b: &[u8]) {
+    use envdoctor::snapshot::python::{Python, SysPathEntry, SysPathOrigin};
+    if !s.dir.path().join("py/site/pkg/__init__.py").exists() {
+        s.put(
+            "/py/lib/collections/__init__.py",
+            b"class OrderedDict: pass\n",
+        );
+        s.put("/py/lib/pathlib.py", b"class Path: pass\n");
+        s.put("/py/site/pkg/__init__.py", b"from .core import Model\n");
+        s.put(
+            "/py/site/pkg/core.py",
+            b"class Model:\n    class Inner: pass\n",
+        );
+        s.put(
+            "/py/site/pkg-1.0.dist-info/METADATA",
+            b"Name: pkg\nVersion: 1.0\n",
+        );
+        s.put(
+            "/py/site/pkg-1.0.dist-info/RECORD",
+            b"pkg/__init__.py,,\npkg/core.py,,\n",
+        );
+        s.put("/proj/train.py", b"class Net: pass\n");
+    }
+    let entry = |path: &str, origin| SysPathEntry {
+        path: path.into(),
+        origin,
+        exists: true,
+    };
+    let py = Python {
+        sys_path: vec![
+            entry("/py/lib", SysPathOrigin::Stdlib),
+            entry("/py/site", SysPathOrigin::Site),
+        ],
+        ..Default::default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    let (scan, stop) = pickle::scan_with(b, Some(deadline));
+    let refs = references::from_scans(&[scan], stop);
+    let root = Root::new(s.dir.path());
+    let mut r =
+        envdoctor::probe::serialized::resolve::Resolver::new(&root, &py, Some(Path::new("/proj")));
+    let here = [PathBuf::from("/proj")];
+    for g in refs.globals.iter().take(64) {
+        let _ = r.check(g, &here);
+    }
+}
+
 /// The escaping layer (issue 30): what comes out holds no control character and no raw
 /// Markdown/HTML opener, whatever went in (a violation panics, which the engine reports).
 fn escape(_: &mut Scratch, b: &[u8]) {
@@ -828,6 +880,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             30,
             1 << 16,
         ),
+        "serialized" => seeds("pickle"),
         "escape" => vec![
             b"\n<!--\n@octocat </details><img src=x> \x1b]0;t\x07 ``x`` \xe2\x80\xae [l](u) | c |\r\n::error::X".to_vec(),
             b"/home/u/proj/.venv/bin/python".to_vec(),
@@ -1229,6 +1282,14 @@ pub fn all() -> Vec<Target> {
             dict: LOCK_DICT,
             mutate: None,
             run: pyproject_declared,
+        },
+        Target {
+            name: "serialized",
+            parser:
+                "pickle walker + serialized::resolve::Resolver::check (globals against sys.path)",
+            dict: BIN_DICT,
+            mutate: None,
+            run: serialized,
         },
         Target {
             name: "escape",
