@@ -336,6 +336,81 @@ fn config_toml(_: &mut Scratch, b: &[u8]) {
     }
 }
 
+/// The CUDA tools' version reader: `.rodata` located through the section table of a file that
+/// claims to be ELF64 (every offset and size from the file), then the marker search.
+fn tool_rodata(s: &mut Scratch, b: &[u8]) {
+    s.put("/cuda/bin/nvcc", b);
+    let root = Root::new(s.dir.path());
+    let _ = envdoctor::probe::tools::tool_version(&root, Path::new("/cuda/bin/nvcc"));
+    let _ = envdoctor::probe::tools::find_version(b);
+}
+
+/// A conda prefix's `conda-meta/*.json` record (conda's `PrefixRecord`), read as the lock
+/// comparison reads it.
+fn conda_meta(s: &mut Scratch, b: &[u8]) {
+    s.put("/env/conda-meta/pkg-1.0-0.json", b);
+    let root = Root::new(s.dir.path());
+    let _ = envdoctor::probe::lock::conda_meta::records(&root, Path::new("/env"));
+}
+
+/// What a `pyproject.toml` declares (project dependencies, extras, dependency groups), read to
+/// tell a stale lock.
+fn pyproject_declared(_: &mut Scratch, b: &[u8]) {
+    let _ = envdoctor::probe::lock::stale::declared(&text(b));
+}
+
+/// The serialized probe end to end: a pickle's globals (GLOBAL / STACK_GLOBAL, from the walker)
+/// resolved against a small interpreter's `sys.path` on the scratch machine (a standard library
+/// that is really there, a site-packages with one package whose source defines one class), as
+/// `serialized::resolve` reads files: every `module.name` a hostile pickle names becomes path
+/// components and a word search in a source file.
+fn serialized(s: &mut Scratch, b: &[u8]) {
+    use envdoctor::snapshot::python::{Python, SysPathEntry, SysPathOrigin};
+    if !s.dir.path().join("py/site/pkg/__init__.py").exists() {
+        s.put(
+            "/py/lib/collections/__init__.py",
+            b"class OrderedDict: pass\n",
+        );
+        s.put("/py/lib/pathlib.py", b"class Path: pass\n");
+        s.put("/py/site/pkg/__init__.py", b"from .core import Model\n");
+        s.put(
+            "/py/site/pkg/core.py",
+            b"class Model:\n    class Inner: pass\n",
+        );
+        s.put(
+            "/py/site/pkg-1.0.dist-info/METADATA",
+            b"Name: pkg\nVersion: 1.0\n",
+        );
+        s.put(
+            "/py/site/pkg-1.0.dist-info/RECORD",
+            b"pkg/__init__.py,,\npkg/core.py,,\n",
+        );
+        s.put("/proj/train.py", b"class Net: pass\n");
+    }
+    let entry = |path: &str, origin| SysPathEntry {
+        path: path.into(),
+        origin,
+        exists: true,
+    };
+    let py = Python {
+        sys_path: vec![
+            entry("/py/lib", SysPathOrigin::Stdlib),
+            entry("/py/site", SysPathOrigin::Site),
+        ],
+        ..Default::default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    let (scan, stop) = pickle::scan_with(b, Some(deadline));
+    let refs = references::from_scans(&[scan], stop);
+    let root = Root::new(s.dir.path());
+    let mut r =
+        envdoctor::probe::serialized::resolve::Resolver::new(&root, &py, Some(Path::new("/proj")));
+    let here = [PathBuf::from("/proj")];
+    for g in refs.globals.iter().take(64) {
+        let _ = r.check(g, &here);
+    }
+}
+
 /// The escaping layer (issue 30): what comes out holds no control character and no raw
 /// Markdown/HTML opener, whatever went in (a violation panics, which the engine reports).
 fn escape(_: &mut Scratch, b: &[u8]) {
@@ -527,6 +602,27 @@ fn files(dirs: &[PathBuf], want: &dyn Fn(&str) -> bool, max: usize, max_len: u64
 }
 
 /// Real files of this machine's Python installs and of cached PyPI venvs (when present).
+/// Directories named `name` under `dir`, at most `depth` levels down (sorted).
+fn glob_dirs(dir: &Path, name: &str, depth: usize) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if e.file_name() == name {
+            out.push(e.path());
+        } else if depth > 0 {
+            out.extend(glob_dirs(&e.path(), name, depth - 1));
+        }
+    }
+    out
+}
+
 fn python_dirs() -> Vec<PathBuf> {
     let mut d = vec![
         repo("fixtures/machines"),
@@ -757,6 +853,34 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             v.push(b"rules = [\"a\", \"b\"]\nfail-on = \"warning\"\n[severity]\nx = \"info\"\n".to_vec());
             v
         }
+        "tool-rodata" => {
+            // Real CUDA 13 tools from NVIDIA's wheel (bin2c carries the version string, the
+            // device query does not), then the small ELF files of the elf target.
+            let mut v = files(
+                &python_dirs(),
+                &|n| n == "bin2c" || n == "__nvcc_device_query",
+                4,
+                256 << 10,
+            );
+            v.extend(seeds("elf").into_iter().take(6));
+            v
+        }
+        "conda-meta" => {
+            // conda's own record of the fixture's python (every field conda writes, `files`
+            // and `paths_data` included); every conda-meta record under fixtures/ besides.
+            let first = repo("fixtures/machines/site-conda/opt/conda/conda-meta");
+            let mut dirs = glob_dirs(&repo("fixtures"), "conda-meta", 6);
+            dirs.retain(|d| *d != first);
+            dirs.insert(0, first);
+            files(&dirs, &|n| n.ends_with(".json"), 20, 1 << 20)
+        }
+        "pyproject" => files(
+            &[repo("fixtures"), repo(".")],
+            &|n| n == "pyproject.toml",
+            30,
+            1 << 16,
+        ),
+        "serialized" => seeds("pickle"),
         "escape" => vec![
             b"\n<!--\n@octocat </details><img src=x> \x1b]0;t\x07 ``x`` \xe2\x80\xae [l](u) | c |\r\n::error::X".to_vec(),
             b"/home/u/proj/.venv/bin/python".to_vec(),
@@ -1137,6 +1261,35 @@ pub fn all() -> Vec<Target> {
             dict: TEXT_DICT,
             mutate: None,
             run: config_toml,
+        },
+        Target {
+            name: "tool-rodata",
+            parser: "tools::tool_version (ELF64 section table, .rodata) + find_version",
+            dict: BIN_DICT,
+            mutate: None,
+            run: tool_rodata,
+        },
+        Target {
+            name: "conda-meta",
+            parser: "lock::conda_meta::records (conda-meta/*.json)",
+            dict: TEXT_DICT,
+            mutate: None,
+            run: conda_meta,
+        },
+        Target {
+            name: "pyproject",
+            parser: "lock::stale::declared (pyproject.toml dependencies and groups)",
+            dict: LOCK_DICT,
+            mutate: None,
+            run: pyproject_declared,
+        },
+        Target {
+            name: "serialized",
+            parser:
+                "pickle walker + serialized::resolve::Resolver::check (globals against sys.path)",
+            dict: BIN_DICT,
+            mutate: None,
+            run: serialized,
         },
         Target {
             name: "escape",

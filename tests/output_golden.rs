@@ -123,6 +123,11 @@ fn a_gpu_box_summary_names_the_free_gpu_and_the_foreign_process() {
     let (code, rep) = run(root, env, None, &["report", "--nvml-lib", lib]);
     assert_eq!(code, 0, "report is a document, not a gate");
     golden("gpu-box.report.md", &rep);
+    // Issue 30, 10a: `check` names the other user's process; the report, a document meant to
+    // be shared, names neither the user nor the process (it did, twice, before).
+    assert!(md.contains("user bob"), "{md}");
+    assert!(!rep.contains("bob"), "{rep}");
+    assert!(!rep.contains("pid 3100 (python3"), "{rep}");
     // The fix names the GPU that is free, as a command.
     let (_, json) = run(
         root,

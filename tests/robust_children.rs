@@ -124,6 +124,133 @@ fn a_library_that_forks_neither_stalls_the_probe_nor_leaves_an_orphan() {
     assert!(!alive(pid), "the forked process {pid} outlived the probe");
 }
 
+/// The session a process belongs to (`/proc/PID/stat`'s sixth field).
+fn session(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// Wait up to 3 s for every pid in `pids` to be gone; the ones still alive.
+fn survivors(pids: &[i32]) -> Vec<i32> {
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+        if left.is_empty() || Instant::now() >= until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kill what a failed test left behind (the test's own processes: their pids were written by
+/// the library it compiled).
+fn kill_all(pids: &[i32]) {
+    for p in pids {
+        // SAFETY: kill(2) on a pid the test's own library forked.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+}
+
+/// Issue 30, 10g: a library whose constructor forks a child that calls `setsid()` (out of the
+/// load child's process group, so the group kill misses it) and a double-forked daemon whose
+/// middle process exits at once (orphaned while the load child still runs): neither outlives
+/// the probe. Before the load child became a subreaper, both lived on under init.
+#[test]
+fn a_library_whose_children_call_setsid_leaves_no_orphan() {
+    if !cc::have_cc() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let pidfile = t.path().join("escaped.pid");
+    let escaper = cc::Lib::new("libcudnn.so.9")
+        .c(&format!(
+            "#include <unistd.h>\n#include <stdio.h>\n#include <stddef.h>\n#include <sys/wait.h>\n\
+             size_t cudnnGetVersion(void) {{ return 90100; }}\n\
+             __attribute__((constructor)) static void spawn(void) {{\n\
+               int fds[2]; if (pipe(fds) != 0) return;\n\
+               pid_t child = fork();\n\
+               if (child == 0) {{ setsid(); for (;;) sleep(1000); }}\n\
+               pid_t middle = fork();\n\
+               if (middle == 0) {{\n\
+                 setsid(); pid_t d = fork();\n\
+                 if (d == 0) {{ for (;;) sleep(1000); }}\n\
+                 if (write(fds[1], &d, sizeof d) != sizeof d) _exit(1);\n\
+                 _exit(0);\n\
+               }}\n\
+               pid_t daemon = 0; if (read(fds[0], &daemon, sizeof daemon) != sizeof daemon) daemon = 0;\n\
+               waitpid(middle, NULL, 0);\n\
+               FILE *f = fopen(\"{}\", \"w\"); fprintf(f, \"%d %d\", (int)child, (int)daemon); fclose(f);\n\
+             }}",
+            pidfile.display()
+        ))
+        .build(&t.path().join("libcudnn.so.9"));
+    let started = Instant::now();
+    let r = load::load_all(
+        exe(),
+        &[],
+        &[item("cudnn", &escaper)],
+        Duration::from_secs(20),
+        started + Duration::from_secs(20),
+    );
+    let took = started.elapsed();
+    let text = std::fs::read_to_string(&pidfile).unwrap();
+    let pids: Vec<i32> = text
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "{text}");
+    assert!(pids.iter().all(|p| *p > 0), "{text}");
+    let left = survivors(&pids);
+    let sessions: Vec<Option<i32>> = left.iter().map(|p| session(*p)).collect();
+    kill_all(&left);
+    eprintln!("load probe with setsid children took {took:?}");
+    assert!(
+        left.is_empty(),
+        "processes {left:?} (sessions {sessions:?}, ours {:?}) outlived the probe",
+        session(std::process::id() as i32)
+    );
+    assert_eq!(r[0].status, "loaded", "{:?}", r[0]);
+    assert_eq!(r[0].version.as_deref(), Some("9.1.0"));
+    assert!(took < Duration::from_secs(5), "waited {took:?}");
+}
+
+/// A library that crashes after forking a `setsid()` child: the crash is still reported as the
+/// library's (the reaper dies of the worker's signal), and the child is gone.
+#[test]
+fn a_crash_after_a_setsid_fork_is_still_the_librarys_crash() {
+    if !cc::have_cc() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let pidfile = t.path().join("escaped.pid");
+    let lib = cc::Lib::new("libnccl.so.2")
+        .c(&format!(
+            "#include <unistd.h>\n#include <stdio.h>\n\
+             __attribute__((constructor)) static void spawn(void) {{\n\
+               pid_t child = fork();\n\
+               if (child == 0) {{ setsid(); for (;;) sleep(1000); }}\n\
+               FILE *f = fopen(\"{}\", \"w\"); fprintf(f, \"%d\", (int)child); fclose(f);\n\
+               volatile int *p = 0; *p = 1;\n\
+             }}",
+            pidfile.display()
+        ))
+        .build(&t.path().join("libnccl.so.2"));
+    let r = load::load_all(
+        exe(),
+        &[],
+        &[item("nccl", &lib)],
+        Duration::from_secs(20),
+        Instant::now() + Duration::from_secs(20),
+    );
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    let left = survivors(&[pid]);
+    kill_all(&left);
+    assert!(left.is_empty(), "the setsid child {pid} outlived the probe");
+    assert_eq!(r[0].status, "crashed", "{:?}", r[0]);
+    assert_eq!(r[0].signal.as_deref(), Some("SIGSEGV"), "{:?}", r[0]);
+}
+
 /// Libraries that write to stdout: one floods it without a newline (the parent buffered all of
 /// it before), one prints a forged result line for another library and leaves a line open
 /// (which glued the next result line onto it and made a good load look failed).
@@ -307,6 +434,49 @@ fn a_forking_noisy_nvml_keeps_its_facts_and_leaves_no_orphan() {
         !alive(pid),
         "NVML's forked process {pid} outlived envdoctor"
     );
+}
+
+/// Issue 30, 10g for the NVML child: a driver that forks a `setsid()` child and a
+/// double-forked daemon during `nvmlInit_v2` keeps its GPU facts and leaves neither behind.
+#[test]
+fn an_nvml_whose_children_call_setsid_leaves_no_orphan() {
+    if !cc::have_cc() {
+        return;
+    }
+    let lib = fake_nvml::library();
+    let t = tempfile::tempdir().unwrap();
+    let pidfile = t.path().join("nvml-setsid.pid");
+    let out = assert_cmd::Command::cargo_bin("envdoctor")
+        .unwrap()
+        .args(["snapshot", "--deadline", "20", "--nvml-lib"])
+        .arg(&lib)
+        .env("FAKE_NVML_SCENARIO", "fork-setsid")
+        .env("FAKE_NVML_PIDFILE", &pidfile)
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&pidfile).unwrap();
+    let pids: Vec<i32> = text
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "{text}");
+    assert!(pids.iter().all(|p| *p > 0), "{text}");
+    let left = survivors(&pids);
+    kill_all(&left);
+    assert!(
+        left.is_empty(),
+        "NVML's setsid processes {left:?} outlived envdoctor"
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let snap: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(snap["nvml"]["status"], "ok", "{:#}", snap["nvml"]);
+    assert_eq!(snap["gpus"].as_array().unwrap().len(), 2);
 }
 
 /// The system's `libgcc_s.so.1` copied into a directory of its own (the job's

@@ -253,3 +253,61 @@ fn fifo_pyvenv_cfg_is_a_probe_error_and_the_venv_stays() {
         "{errs:#?}"
     );
 }
+
+/// Issue 30, 10f for CUDA: a FIFO `version.json` (a toolkit directory on a network mount, a
+/// bind-mounted pipe) blocked no read, but its facts were lost without a word. Now the probe
+/// neither hangs nor goes quiet: a toolkit with a FIFO `version.json` and a real `version.txt`
+/// keeps the `version.txt` version, one with the FIFO alone stays a toolkit with its version
+/// unknown, and each FIFO is a probe problem naming the file.
+#[test]
+fn fifo_cuda_version_json_is_named_and_never_hangs() {
+    let m = Machine::new();
+    m.write(
+        "/usr/local/cuda-12.4/version.txt",
+        "CUDA Version 12.4.131\n",
+    );
+    m.write("/usr/local/cuda-12.4/bin/nvcc", "");
+    m.write("/usr/local/cuda-11.8/bin/nvcc", "");
+    for dir in ["/usr/local/cuda-12.4", "/usr/local/cuda-11.8"] {
+        let st = std::process::Command::new("mkfifo")
+            .arg(m.path(&format!("{dir}/version.json")))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let started = std::time::Instant::now();
+    let snap = snapshot(
+        m.root(),
+        &[("PATH".into(), "/usr/bin:/bin".into())],
+        &["--deadline", "20"],
+    );
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(15), "took {took:?}");
+    let tks = snap["cuda"]["toolkits"].as_array().unwrap();
+    let tk = |p: &str| {
+        tks.iter()
+            .find(|t| t["path"] == p)
+            .unwrap_or_else(|| panic!("no toolkit {p} in {tks:#?}"))
+    };
+    assert_eq!(tk("/usr/local/cuda-12.4")["version"], "12.4.131");
+    assert_eq!(
+        tk("/usr/local/cuda-12.4")["version_source"],
+        "/usr/local/cuda-12.4/version.txt"
+    );
+    assert!(tk("/usr/local/cuda-11.8")["version"].is_null());
+    let errs = errors(&snap);
+    for dir in ["/usr/local/cuda-12.4", "/usr/local/cuda-11.8"] {
+        let file = format!("{dir}/version.json");
+        assert!(
+            errs.iter()
+                .any(|e| e.contains(&file) && e.to_lowercase().contains("fifo")),
+            "{file} not named: {errs:#?}"
+        );
+    }
+    assert!(
+        !errs
+            .iter()
+            .any(|e| e.contains("deadline") || e.contains("timed out")),
+        "{errs:#?}"
+    );
+}

@@ -436,8 +436,13 @@ pub fn run(cli: Cli) -> Result<Exit, Error> {
         ),
         Command::Diagnose(args) => diagnose::diagnose_cmd(args),
         Command::Run(args) => diagnose::run_cmd(args),
-        Command::NvmlChild(args) => Ok(Exit::Passed(probe::gpu::child::run(args.lib.as_deref()))),
-        Command::LoadChild { args } => Ok(Exit::Passed(probe::libs::load::child_main(&args))),
+        // Both children work under a reaper that leaves no descendant behind (probe::reaper).
+        Command::NvmlChild(args) => Ok(Exit::Passed(probe::reaper::run(|| {
+            probe::gpu::child::run(args.lib.as_deref())
+        }))),
+        Command::LoadChild { args } => Ok(Exit::Passed(probe::reaper::run(|| {
+            probe::libs::load::child_main(&args)
+        }))),
     }
 }
 

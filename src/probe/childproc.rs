@@ -5,6 +5,10 @@
 //! - **Own process group**: the child is the leader of a new group; [`Spawned::kill_group`]
 //!   sends `SIGKILL` to the whole group, so a library that forks while loading leaves no
 //!   orphan behind once the parent is done with the child.
+//! - **A reaper for what leaves the group**: the child runs its work in a forked worker under
+//!   itself made a child subreaper ([`crate::probe::reaper`]); a process that called `setsid()`
+//!   is re-parented to the reaper, not to init, and killed by it. [`Spawned::kill_group`] asks
+//!   the reaper first (`SIGTERM`), then kills the group.
 //! - **Results on a dedicated fd**: the child writes its protocol lines to fd [`RESULT_FD`]
 //!   (named in [`RESULT_FD_VAR`]), not stdout, so a library printing to stdout can neither forge
 //!   another library's result nor glue its text onto a result line. The child marks the fd
@@ -35,6 +39,9 @@ pub const MAX_LINE: usize = 1024 * 1024;
 
 /// Most result bytes read from one child.
 pub const MAX_TOTAL: usize = 16 * 1024 * 1024;
+
+/// How long [`Spawned::kill_group`] lets the reaper clean up before killing the group.
+pub const REAPER_GRACE: Duration = Duration::from_millis(1500);
 
 /// A child started by [`spawn`].
 pub struct Spawned {
@@ -107,10 +114,19 @@ impl Spawned {
         }
     }
 
-    /// `SIGKILL` the child's whole process group (the child, and whatever it forked that
-    /// stayed in the group), then reap the child if it dies within 50 ms.
+    /// Ask the child (a reaper, see [`crate::probe::reaper`]) to kill its worker and every
+    /// descendant, `setsid()` ones included, and wait for it up to [`REAPER_GRACE`]; then
+    /// `SIGKILL` the child's whole process group (the child, and whatever it forked that stayed
+    /// in the group), and reap the child if it dies within 50 ms.
     pub fn kill_group(&mut self) {
         let pgid = self.child.id() as libc::pid_t;
+        if self.reaped.is_none() && pgid > 0 {
+            // SAFETY: kill(2) on our own child, not reaped yet (so its pid is not reused).
+            unsafe {
+                libc::kill(pgid, libc::SIGTERM);
+            }
+            self.wait_exit(REAPER_GRACE);
+        }
         if pgid > 0 {
             // SAFETY: a plain kill(2) on the group this child leads.
             unsafe {

@@ -18,6 +18,7 @@ pub mod libs;
 pub mod lock;
 pub mod pool;
 pub mod python;
+pub mod reaper;
 pub mod serialized;
 pub mod tools;
 

@@ -319,7 +319,8 @@ pub fn tool_version(root: &Root, path: &Path) -> Option<String> {
     let f = root.open(path).ok()?;
     let len = f.metadata().ok()?.len();
     let (start, size) = rodata(&f).unwrap_or((0, len));
-    let size = size.min(MAX_SECTION);
+    // A stated size past the end of the file reads nothing more than the file holds.
+    let size = size.min(MAX_SECTION).min(len.saturating_sub(start));
     const CHUNK: u64 = 4 << 20;
     let overlap = 64u64;
     let mut buf = vec![0u8; CHUNK as usize];
@@ -333,7 +334,9 @@ pub fn tool_version(root: &Root, path: &Path) -> Option<String> {
         if let Some(v) = find_version(&buf[..n]) {
             return Some(v);
         }
-        if (n as u64) < overlap || off + n as u64 >= size {
+        // A read no longer than the overlap would not move on (a short file under a large
+        // stated section looped here forever).
+        if (n as u64) <= overlap || off + n as u64 >= size {
             break;
         }
         off += n as u64 - overlap;
@@ -405,6 +408,36 @@ fn rodata(f: &std::fs::File) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fuzzer (2026-11-27, `tool-rodata`): a `.rodata` that claims 1 GiB in an
+    /// 11 KB file; the last read returned exactly the 64-byte overlap and the loop stood still.
+    #[test]
+    fn a_rodata_larger_than_its_file_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = vec![0u8; 4096];
+        b[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        let shoff = 3000u64;
+        b[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
+        b[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+        b[0x3c..0x3e].copy_from_slice(&2u16.to_le_bytes());
+        b[0x3e..0x40].copy_from_slice(&1u16.to_le_bytes());
+        let names = b"\0.rodata\0.shstrtab\0";
+        b[2000..2000 + names.len()].copy_from_slice(names);
+        let mut section = |i: u64, name: u32, off: u64, size: u64| {
+            let at = (shoff + i * 64) as usize;
+            b[at..at + 4].copy_from_slice(&name.to_le_bytes());
+            b[at + 0x18..at + 0x20].copy_from_slice(&off.to_le_bytes());
+            b[at + 0x20..at + 0x28].copy_from_slice(&size.to_le_bytes());
+        };
+        section(0, 1, 4096 - 200, 1 << 30);
+        section(1, 9, 2000, names.len() as u64);
+        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+        std::fs::write(dir.path().join("bin/nvcc"), &b).unwrap();
+        let root = Root::new(dir.path());
+        let started = std::time::Instant::now();
+        assert_eq!(tool_version(&root, Path::new("/bin/nvcc")), None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
 
     #[test]
     fn the_version_after_the_marker() {

@@ -31,6 +31,10 @@
  *   fork-noisy          two-gpus, but nvmlInit_v2 first forks a process that sleeps forever
  *                       holding every inherited fd (its pid written to FAKE_NVML_PIDFILE) and
  *                       prints a forged event and an unterminated line on stdout.
+ *   fork-setsid         two-gpus, but nvmlInit_v2 first forks a child that calls setsid()
+ *                       and sleeps forever, and a daemon (fork, setsid, fork, the middle
+ *                       process exits) that sleeps forever: both leave the process group.
+ *                       "CHILD DAEMON" pids written to FAKE_NVML_PIDFILE.
  *   one-gpu             one idle GPU, described by FAKE_NVML_GPU_NAME (default the H100),
  *                       FAKE_NVML_GPU_CC ("12.0"), FAKE_NVML_DRIVER ("470.82.01") and
  *                       FAKE_NVML_CUDA (11040): a reporter's GPU and driver, for the
@@ -47,6 +51,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 typedef int nvmlReturn_t;
@@ -143,6 +148,45 @@ static void block_forever(void)
 {
     for (;;)
         pause();
+}
+
+/* The fork-setsid scenario: a child that leaves the process group and stays, and a
+ * double-forked daemon whose middle process exits at once (so the daemon is orphaned while
+ * NVML is still being queried). Their pids go to FAKE_NVML_PIDFILE, "CHILD DAEMON". */
+static void fork_out_of_the_group(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return;
+    pid_t child = fork();
+    if (child == 0) {
+        setsid();
+        block_forever();
+    }
+    pid_t middle = fork();
+    if (middle == 0) {
+        setsid();
+        pid_t daemon = fork();
+        if (daemon == 0)
+            block_forever();
+        if (write(fds[1], &daemon, sizeof daemon) != sizeof daemon)
+            _exit(1);
+        _exit(0);
+    }
+    pid_t daemon = 0;
+    if (read(fds[0], &daemon, sizeof daemon) != sizeof daemon)
+        daemon = 0;
+    waitpid(middle, NULL, 0);
+    close(fds[0]);
+    close(fds[1]);
+    const char *pf = getenv("FAKE_NVML_PIDFILE");
+    if (pf) {
+        FILE *f = fopen(pf, "w");
+        if (f) {
+            fprintf(f, "%d %d", (int)child, (int)daemon);
+            fclose(f);
+        }
+    }
 }
 
 static void load_two_gpus(int hang_device)
@@ -251,6 +295,8 @@ nvmlReturn_t nvmlInit_v2(void)
         printf("unterminated noise");
         fflush(stdout);
     }
+    if (!strcmp(s, "fork-setsid"))
+        fork_out_of_the_group();
     if (!strcmp(s, "no-devices")) {
         gpu_count = 0;
     } else {

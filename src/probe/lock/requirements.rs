@@ -13,6 +13,11 @@ use pep508_rs::VersionOrUrl;
 /// How deep `-r`/`-c` includes are followed.
 pub const MAX_DEPTH: usize = 8;
 
+/// Most files read for one requirements file, itself included: a cycle is read once, but
+/// distinct names for one file (`a/r.txt`, `a/a/r.txt` through a symlink `a -> .`) are not a
+/// cycle, and k includes per file would read k^MAX_DEPTH of them.
+pub const MAX_FILES: usize = 64;
+
 /// Reads an included file: its name as written and the including file's path in, the file's
 /// path and text out.
 pub type Include<'a> = dyn FnMut(&str, &str) -> Result<(String, String), String> + 'a;
@@ -70,6 +75,12 @@ fn one(
                     if depth + 1 > MAX_DEPTH {
                         out.warnings.push(format!(
                             "{path}:{line_no}: includes nested more than {MAX_DEPTH} deep; `{val}` is not read"
+                        ));
+                        continue;
+                    }
+                    if seen.len() >= MAX_FILES {
+                        out.warnings.push(format!(
+                            "{path}:{line_no}: more than {MAX_FILES} files included; `{val}` is not read"
                         ));
                         continue;
                     }
@@ -275,6 +286,37 @@ mod tests {
             .nth(six.line - 1)
             .unwrap()
             .starts_with("six==1.17.0"));
+    }
+
+    /// Found by the fuzzer (2026-11-27, `requirements-txt`, an input with 17 `-c` lines ran
+    /// over 10 s): a file whose includes name it again under new names (a symlink `a -> .`
+    /// makes `a/r.txt`, `a/a/r.txt`, … distinct paths of one file) read 17^8 files. Now at most
+    /// MAX_FILES, said in a warning naming the file.
+    #[test]
+    fn includes_under_ever_new_names_stop_at_the_file_cap() {
+        let text = format!("six==1.16.0\n{}", "-c a/r.txt\n".repeat(17));
+        let mut n = 0;
+        let mut inc = |_: &str, _: &str| -> Result<(String, String), String> {
+            n += 1;
+            Ok((format!("/p/a{n}/r.txt"), text.clone()))
+        };
+        let started = std::time::Instant::now();
+        let l = read(
+            &text,
+            "/p/r.txt",
+            &Target::linux(Some("3.11.7"), "x86_64"),
+            &mut inc,
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(n, MAX_FILES - 1);
+        assert!(
+            l.warnings
+                .iter()
+                .any(|w| w.contains("more than 64 files included") && w.contains("/r.txt")),
+            "{:?}",
+            l.warnings
+        );
+        assert!(l.entries.iter().any(|e| e.name == "six"));
     }
 
     #[test]
