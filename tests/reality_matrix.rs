@@ -21,8 +21,8 @@
 //!
 //! The agreement table goes to `target/reality-matrix.md` (and `$ENVDOCTOR_REALITY_TABLE` when
 //! set), printed too. Each fix command of the form `pip install …` that a cell's findings print is
-//! tried with `pip install --dry-run` in a hard-linked copy of the cell's venv (reported, not
-//! asserted). With `ENVDOCTOR_REALITY_WRITE_CORPUS=1` each breaking cell's real stderr is saved
+//! tried with `pip install --dry-run` in a hard-linked copy of the cell's venv: it must resolve
+//! (an unreachable index or pip's timeout is only reported). With `ENVDOCTOR_REALITY_WRITE_CORPUS=1` each breaking cell's real stderr is saved
 //! with its cause as a `diagnose` corpus file under `fixtures/logs/reality/`.
 //!
 //! A disagreement fails the test unless `known_disagreements` in the table explains it, with
@@ -436,7 +436,7 @@ fn table(m: &Matrix, ran: &[Ran], fixes: &[(String, String, Vec<String>)]) -> St
             p.report
         );
     }
-    t += "\n#### Fix commands printed on the matrix (`pip install --dry-run` in a copy of the cell's venv; not asserted yet)\n\n| command | result | printed on |\n|---|---|---|\n";
+    t += "\n#### Fix commands printed on the matrix (`pip install --dry-run` in a copy of the cell's venv; one that pip cannot resolve fails the test)\n\n| command | result | printed on |\n|---|---|---|\n";
     for (cmd, result, on) in fixes {
         let more = if on.len() > 3 {
             format!(" and {} more", on.len() - 3)
@@ -543,6 +543,20 @@ fn check_agrees_with_the_real_import_in_every_cell() {
     if std::env::var_os("ENVDOCTOR_REALITY_WRITE_CORPUS").is_some() {
         write_corpus(&ran);
     }
+    // Item 6: a printed `pip install` must resolve in the cell's venv. An index this machine
+    // cannot reach, or pip's own timeout on a loaded box, is reported in the table only.
+    let unresolved: Vec<String> = fixes
+        .iter()
+        .filter(|(_, result, _)| {
+            result.starts_with("does not resolve") && !result.ends_with("timeout")
+        })
+        .map(|(cmd, result, on)| format!("`{cmd}` ({}): {result}", on.join(", ")))
+        .collect();
+    assert!(
+        unresolved.is_empty(),
+        "fix commands that pip cannot resolve:\n{}",
+        unresolved.join("\n")
+    );
     let (unexplained, stale) = against_known(&m, &ran);
     assert!(
         unexplained.is_empty() && stale.is_empty(),
@@ -583,7 +597,12 @@ fn against_known(m: &Matrix, ran: &[Ran]) -> (Vec<String>, Vec<String>) {
         .iter()
         .enumerate()
         .filter(|(i, _)| ran_any[*i] && !used[*i])
-        .map(|(_, k)| format!("known_disagreements {:?}: every cell it covers agrees now", k.cells))
+        .map(|(_, k)| {
+            format!(
+                "known_disagreements {:?}: every cell it covers agrees now",
+                k.cells
+            )
+        })
         .collect();
     (unexplained, stale)
 }
