@@ -300,15 +300,7 @@ mod tests {
             exists: true,
             sources: sources
                 .iter()
-                .map(|(k, d)| {
-                    let mut s = Source {
-                        kind: *k,
-                        detail: d.to_string(),
-                        ..Default::default()
-                    };
-                    s.derive_path_fields();
-                    s
-                })
+                .map(|(k, d)| Source::from_detail(*k, d))
                 .collect(),
             ..Default::default()
         }

@@ -229,6 +229,18 @@ impl Source {
         }
     }
 
+    /// A source as an older snapshot records it: its kind and detail, with `command` and
+    /// `path_entry` read back from the detail (tests and hand-written snapshots).
+    pub fn from_detail(kind: SourceKind, detail: &str) -> Source {
+        let mut s = Source {
+            kind,
+            detail: detail.to_string(),
+            ..Default::default()
+        };
+        s.derive_path_fields();
+        s
+    }
+
     /// Fill `command` and `path_entry` of a snapshot written before they existed, from the
     /// detail envdoctor wrote then (`python3 (PATH entry 2: /usr/bin)`).
     pub fn derive_path_fields(&mut self) {
