@@ -181,18 +181,12 @@ fn assert_drifted(
     assert_eq!(facts["six"].3, "1.17.0");
 }
 
-/// PDM: `pdm lock`, `pdm sync` into the in-project `.venv` (PDM seeds no pip there, so the hand
-/// changes go through `uv pip --python`); drift names pdm.lock's lines, `pdm sync --clean`,
-/// and for the locally built six `pdm sync --clean --reinstall` (plain `pdm sync` keeps a
-/// package whose version matches); both run, and `check` is quiet again.
-#[test]
-fn pdm_project_synced_drifted_and_resynced() {
-    let Some(pdm) = tool("pdm==2.29.4 hishel==1.4.0", "pdm") else {
-        return;
-    };
+/// A PDM project under `t` (DEPS and a dev group), locked by the real pdm (the lock cached
+/// outside the clone) and not yet synced: (pdm, uv, the project, its HOME); None without PyPI.
+fn pdm_locked_project(t: &Path) -> Option<(PathBuf, PathBuf, PathBuf, PathBuf)> {
+    let pdm = tool("pdm==2.29.4 hishel==1.4.0", "pdm")?;
     let uvx = tool("uv==0.13.9", "uv").unwrap();
-    let t = tempfile::tempdir().unwrap();
-    let (dir, home) = (t.path().join("proj"), t.path().join("home"));
+    let (dir, home) = (t.join("proj"), t.join("home"));
     fs::create_dir_all(&dir).unwrap();
     fs::create_dir_all(&home).unwrap();
     fs::write(
@@ -203,11 +197,24 @@ fn pdm_project_synced_drifted_and_resynced() {
         ),
     )
     .unwrap();
-    let sh = |line: &str| shell(&pdm, &dir, &home, line);
     cached_lock("pdm==2.29.4", &dir, &["pyproject.toml"], "pdm.lock", || {
-        sh("pdm lock -q")
+        shell(&pdm, &dir, &home, "pdm lock -q")
     })
     .unwrap();
+    Some((pdm, uvx, dir, home))
+}
+
+/// PDM: `pdm lock`, `pdm sync` into the in-project `.venv` (PDM seeds no pip there, so the hand
+/// changes go through `uv pip --python`); drift names pdm.lock's lines, `pdm sync --clean`,
+/// and for the locally built six `pdm sync --clean --reinstall` (plain `pdm sync` keeps a
+/// package whose version matches); both run, and `check` is quiet again.
+#[test]
+fn pdm_project_synced_drifted_and_resynced() {
+    let t = tempfile::tempdir().unwrap();
+    let Some((pdm, uvx, dir, home)) = pdm_locked_project(t.path()) else {
+        return;
+    };
+    let sh = |line: &str| shell(&pdm, &dir, &home, line);
     sh("pdm sync -q").unwrap();
     let (code, clean) = check(&dir, &home);
     assert_eq!(lock_findings(&clean), vec![], "a synced project is quiet");
@@ -260,27 +267,11 @@ fn pdm_project_synced_drifted_and_resynced() {
 /// quiet. A hand `uv pip install six==1.15.0` there is drift, so the comparison is real.
 #[test]
 fn pdm_venv_outside_the_project_is_the_job() {
-    let Some(pdm) = tool("pdm==2.29.4 hishel==1.4.0", "pdm") else {
+    let t = tempfile::tempdir().unwrap();
+    let Some((pdm, uvx, dir, home)) = pdm_locked_project(t.path()) else {
         return;
     };
-    let uvx = tool("uv==0.13.9", "uv").unwrap();
-    let t = tempfile::tempdir().unwrap();
-    let (dir, home) = (t.path().join("proj"), t.path().join("home"));
-    fs::create_dir_all(&dir).unwrap();
-    fs::create_dir_all(&home).unwrap();
-    fs::write(
-        dir.join("pyproject.toml"),
-        format!(
-            "[project]\nname = \"demo\"\nversion = \"0.1.0\"\nrequires-python = \">=3.9\"\n{DEPS}\n\n\
-             [dependency-groups]\ndev = [\"iniconfig\"]\n\n[tool.pdm]\ndistribution = false\n"
-        ),
-    )
-    .unwrap();
     let sh = |line: &str| shell(&pdm, &dir, &home, line);
-    cached_lock("pdm==2.29.4", &dir, &["pyproject.toml"], "pdm.lock", || {
-        sh("pdm lock -q")
-    })
-    .unwrap();
     sh("pdm config --local venv.in_project false && pdm sync -q").unwrap();
     assert!(!dir.join(".venv").exists());
     let recorded = fs::read_to_string(dir.join(".pdm-python")).unwrap();
