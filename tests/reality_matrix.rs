@@ -580,13 +580,14 @@ fn against_known(m: &Matrix, ran: &[Ran]) -> (Vec<String>, Vec<String>) {
     for r in ran {
         for (eg, _, v) in &r.checks {
             let name = cell_name(r, *eg);
+            let mut known = false;
             for (i, k) in m.known_disagreements.iter().enumerate() {
                 if k.covers(&name) {
+                    known = true;
                     ran_any[i] = true;
                     used[i] |= !v.agree;
                 }
             }
-            let known = m.known_disagreements.iter().any(|k| k.covers(&name));
             if !v.agree && !known {
                 unexplained.push(format!("{name}: {}", v.reasons.join("; ")));
             }
