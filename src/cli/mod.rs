@@ -524,9 +524,22 @@ fn check(args: CheckArgs, global: &GlobalArgs, report: bool) -> Result<Exit, Err
     );
     let t = std::time::Instant::now();
     let summary = Summary::of(&found, &snap, config.fail_on.value);
-    let text = render_check(
-        &args, global, report, &rules, &found, &summary, &snap, project,
-    );
+    let cx = crate::report::Context {
+        findings: &found,
+        summary: &summary,
+        snap: &snap,
+        st: Style::stdout(),
+        lay: Layout::new(
+            crate::report::layout::stdout_width(),
+            Env::from_process().home().map(|h| h.display().to_string()),
+            project,
+        ),
+        detail: crate::report::text::Detail {
+            verbose: global.verbose,
+            all: args.all,
+        },
+    };
+    let text = render_check(&args, global, report, &rules, &cx);
     let text = if !report && args.format == CheckFormat::Text {
         // The last guard for a terminal or a CI log: only our own colours get through.
         crate::report::escape::terminal(&text, Style::stdout().color).into_owned()
@@ -668,17 +681,14 @@ fn on_terminal(markdown: String) -> String {
 }
 
 /// The output of `check` / `report` in the format asked for.
-#[allow(clippy::too_many_arguments)]
 fn render_check(
     args: &CheckArgs,
     global: &GlobalArgs,
     report: bool,
     rules: &RuleSet,
-    found: &[crate::rules::Finding],
-    summary: &Summary,
-    snap: &crate::Snapshot,
-    project: Option<String>,
+    cx: &crate::report::Context,
 ) -> String {
+    let (found, summary, snap) = (cx.findings, cx.summary, cx.snap);
     match (report, args.format) {
         (true, CheckFormat::Json) => crate::report::envreport::json(found, summary, snap),
         // Markdown on a terminal wraps as text does; piped, it is the document as pasted.
@@ -702,18 +712,11 @@ fn render_check(
             crate::report::prometheus::now(),
         ),
         (false, CheckFormat::Text) => {
-            let home = Env::from_process().home().map(|h| h.display().to_string());
-            let lay = Layout::new(crate::report::layout::stdout_width(), home, project);
-            let st = Style::stdout();
-            let detail = crate::report::text::Detail {
-                verbose: global.verbose,
-                all: args.all,
-            };
-            let verdict = crate::report::text::verdict(summary, snap, &st, &lay);
+            let verdict = crate::report::text::verdict(cx);
             if global.quiet {
                 return verdict;
             }
-            let full = crate::report::text::render(found, summary, snap, &st, &lay, detail);
+            let full = crate::report::text::render(cx);
             if !global.verbose {
                 return full;
             }
@@ -731,7 +734,7 @@ fn render_check(
             if used.is_empty() {
                 return full;
             }
-            let facts = crate::report::text::looked_at(&used, rules.rules().len(), &st, &lay);
+            let facts = crate::report::text::looked_at(&used, rules.rules().len(), cx);
             format!("{body}{facts}{verdict}")
         }
     }

@@ -7,7 +7,7 @@ use crate::compare::fleet::FleetReport;
 use crate::compare::{Change, ChangeKind, CompareReport, Direction, Mode, Rank, Size};
 use crate::report::layout::{elide_keeping_name, elide_middle};
 use crate::report::style::Style;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 /// The text of `compare` fits this many columns (an 80-column terminal, as `check`).
 pub const TEXT_WIDTH: usize = 80;
@@ -416,62 +416,65 @@ fn verdict_change(c: &Change) -> VerdictChange<'_> {
 }
 
 /// Push the footer (what the comparison left out), dimmed in parentheses, when there is one.
-fn text_footer(o: &mut String, r: &CompareReport, st: &Style) {
+fn text_footer(o: &mut String, r: &CompareReport, st: &Style) -> fmt::Result {
     let f = footer(r);
     if !f.is_empty() {
         let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
         for l in lay.wrap("", " ", &format!("({f})")) {
-            let _ = writeln!(o, "{}", st.dim(&l));
+            writeln!(o, "{}", st.dim(&l))?;
         }
     }
+    Ok(())
 }
 
 /// Push the footer (what the comparison left out) as a `<sub>` line, when there is one.
-fn md_footer(o: &mut String, r: &CompareReport) {
+fn md_footer(o: &mut String, r: &CompareReport) -> fmt::Result {
     let f = footer(r);
     if !f.is_empty() {
-        let _ = writeln!(o, "<sub>{}</sub>", md(&f));
+        writeln!(o, "<sub>{}</sub>", md(&f))?;
     }
+    Ok(())
 }
 
 fn text_pair(r: &CompareReport, st: Style, d: Detail) -> String {
-    let mut o = String::new();
-    let _ = writeln!(o, "{} {}", st.bold("A:"), machine_line(r, 0));
-    let _ = writeln!(o, "{} {}", st.bold("B:"), machine_line(r, 1));
-    for (rank, rows) in by_rank(&r.changes, |c| c.rank) {
-        let _ = writeln!(o, "\n{} ({})", st.bold(rank_title(rank)), rows.len());
-        if rank == Rank::Verdict {
-            text_verdicts(&mut o, &rows, &st);
-        } else {
-            text_changes(&mut o, &rows, &st);
+    super::written(|o| {
+        writeln!(o, "{} {}", st.bold("A:"), machine_line(r, 0))?;
+        writeln!(o, "{} {}", st.bold("B:"), machine_line(r, 1))?;
+        for (rank, rows) in by_rank(&r.changes, |c| c.rank) {
+            writeln!(o, "\n{} ({})", st.bold(rank_title(rank)), rows.len())?;
+            if rank == Rank::Verdict {
+                text_verdicts(o, &rows, &st)?;
+            } else {
+                text_changes(o, &rows, &st)?;
+            }
         }
-    }
-    // Without drift nothing differs to place: the interpreters only with -v (or one that has
-    // no match on the other machine, which is drift).
-    if !r.interpreters.is_empty() && (r.summary.drift || d.verbose) {
-        text_interpreters(&mut o, r, &st);
-    }
-    let s = &r.summary;
-    let head = if s.drift {
-        st.warning(&crate::plural::plural(s.differences, "difference"))
-    } else {
-        st.good("no drift")
-    };
-    let line = format!(
-        "{head}: {} new finding(s), {} fixed, {} ML/CUDA, {} other; {} unmatched interpreter(s).",
-        s.new_findings, s.fixed_findings, s.ml, s.other, s.unmatched_interpreters
-    );
-    let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
-    let _ = writeln!(o, "\n{}", lay.wrap("", "  ", &line).join("\n"));
-    if !d.quiet {
-        text_footer(&mut o, r, &st);
-    }
-    o
+        // Without drift nothing differs to place: the interpreters only with -v (or one that has
+        // no match on the other machine, which is drift).
+        if !r.interpreters.is_empty() && (r.summary.drift || d.verbose) {
+            text_interpreters(o, r, &st)?;
+        }
+        let s = &r.summary;
+        let head = if s.drift {
+            st.warning(&crate::plural::plural(s.differences, "difference"))
+        } else {
+            st.good("no drift")
+        };
+        let line = format!(
+            "{head}: {} new finding(s), {} fixed, {} ML/CUDA, {} other; {} unmatched interpreter(s).",
+            s.new_findings, s.fixed_findings, s.ml, s.other, s.unmatched_interpreters
+        );
+        let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
+        writeln!(o, "\n{}", lay.wrap("", "  ", &line).join("\n"))?;
+        if !d.quiet {
+            text_footer(o, r, &st)?;
+        }
+        Ok(())
+    })
 }
 
 /// Push the rule verdicts new or fixed on B: tag, severity and rule, then what B will hit (or
 /// what is fixed) and the message, wrapped within the width at spaces.
-fn text_verdicts(o: &mut String, rows: &[&Change], st: &Style) {
+fn text_verdicts(o: &mut String, rows: &[&Change], st: &Style) -> fmt::Result {
     for c in rows {
         let v = verdict_change(c);
         let (tag, lead) = if v.new {
@@ -479,35 +482,37 @@ fn text_verdicts(o: &mut String, rows: &[&Change], st: &Style) {
         } else {
             (st.good("fixed"), "fixed on B")
         };
-        let _ = writeln!(o, "  {tag}  {}  {}", pad(v.sev, 7), v.id);
+        writeln!(o, "  {tag}  {}  {}", pad(v.sev, 7), v.id)?;
         // What B will hit, then the message, wrapped within the width at spaces.
         let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
         let ind = " ".repeat(4);
         for l in lay.wrap(&ind, &ind, &format!("{lead}: {}", v.title)) {
-            let _ = writeln!(o, "{l}");
+            writeln!(o, "{l}")?;
         }
         for l in lay.wrap(&ind, &ind, v.msg) {
-            let _ = writeln!(o, "{}", st.dim(&l));
+            writeln!(o, "{}", st.dim(&l))?;
         }
     }
+    Ok(())
 }
 
 /// Push fact changes grouped by entity (see [`collapse`]), aligned.
-fn text_changes(o: &mut String, rows: &[&Change], st: &Style) {
+fn text_changes(o: &mut String, rows: &[&Change], st: &Style) -> fmt::Result {
     for row in collapse(rows) {
         if !row.group.is_empty() {
-            let _ = writeln!(o, "  {}", elide_keeping_name(&row.group, TEXT_WIDTH - 2));
+            writeln!(o, "  {}", elide_keeping_name(&row.group, TEXT_WIDTH - 2))?;
         }
         for line in pair_rows(&row.rows, !row.group.is_empty(), st) {
-            let _ = writeln!(o, "{}", line.trim_end());
+            writeln!(o, "{}", line.trim_end())?;
         }
     }
+    Ok(())
 }
 
 /// Push the interpreters matched by role, A and B side by side (one under the other when too
 /// wide), marking those only on one side.
-fn text_interpreters(o: &mut String, r: &CompareReport, st: &Style) {
-    let _ = writeln!(o, "\n{}", st.bold("Interpreters (matched by role)"));
+fn text_interpreters(o: &mut String, r: &CompareReport, st: &Style) -> fmt::Result {
+    writeln!(o, "\n{}", st.bold("Interpreters (matched by role)"))?;
     let wl = width(r.interpreters.iter().map(|g| g.label.as_str()), 40);
     let none = "(none)";
     let wa = width(
@@ -531,84 +536,86 @@ fn text_interpreters(o: &mut String, r: &CompareReport, st: &Style) {
         let tag_w = if tag.is_empty() { 0 } else { 11 };
         if one.chars().count() + tag_w <= TEXT_WIDTH {
             let one = format!("{one}{tag}");
-            let _ = writeln!(o, "{one}");
+            writeln!(o, "{one}")?;
         } else {
             // Too wide for one line: A and B one under the other.
             let room = TEXT_WIDTH - 2 - wl - 4;
-            let _ = writeln!(
+            writeln!(
                 o,
                 "  {}  A {}{tag}",
                 pad(&g.label, wl),
                 elide_middle(a, room)
-            );
-            let _ = writeln!(o, "  {}  B {}", " ".repeat(wl), elide_middle(b, room));
+            )?;
+            writeln!(o, "  {}  B {}", " ".repeat(wl), elide_middle(b, room))?;
         }
     }
+    Ok(())
 }
 
 /// A fleet: the machines numbered, each with how many facts it differs on; the facts that differ
 /// as a matrix (facts by machines, [`super::fleet_matrix`]), or listed by fact when the matrix
 /// cannot fit; the verdict.
 fn text_fleet(r: &CompareReport, st: Style, d: Detail) -> String {
-    let mut o = String::new();
-    let empty = FleetReport::default();
-    let fl = r.fleet.as_ref().unwrap_or(&empty);
-    let _ = writeln!(o, "{} {} machines", st.bold("Fleet:"), r.machines.len());
-    text_fleet_machines(&mut o, r, fl);
-    if !fl.by_fact.is_empty() {
-        let labels: Vec<&str> = r.machines.iter().map(|m| m.label.as_str()).collect();
-        match super::fleet_matrix::render(fl, &labels, TEXT_WIDTH, &st) {
-            Some(lines) => {
-                let _ = writeln!(
-                    o,
-                    "\n{}  (· the majority value; blank: not on that machine)",
-                    st.bold("Differences")
-                );
-                for l in lines {
-                    let _ = writeln!(o, "{l}");
+    super::written(|o| {
+        let empty = FleetReport::default();
+        let fl = r.fleet.as_ref().unwrap_or(&empty);
+        writeln!(o, "{} {} machines", st.bold("Fleet:"), r.machines.len())?;
+        text_fleet_machines(o, r, fl)?;
+        if !fl.by_fact.is_empty() {
+            let labels: Vec<&str> = r.machines.iter().map(|m| m.label.as_str()).collect();
+            match super::fleet_matrix::render(fl, &labels, TEXT_WIDTH, &st) {
+                Some(lines) => {
+                    writeln!(
+                        o,
+                        "\n{}  (· the majority value; blank: not on that machine)",
+                        st.bold("Differences")
+                    )?;
+                    for l in lines {
+                        writeln!(o, "{l}")?;
+                    }
                 }
+                None => text_by_fact(o, fl, &st)?,
             }
-            None => text_by_fact(&mut o, fl, &st),
         }
-    }
-    let s = &r.summary;
-    let head = if s.drift {
-        st.warning(&format!(
-            "{} differ{}",
-            crate::plural::plural(s.differences, "fact"),
-            if s.differences == 1 { "s" } else { "" }
-        ))
-    } else {
-        st.good("no drift")
-    };
-    let line = format!(
-        "{head} across {} machines ({} verdict, {} ML/CUDA, {} other); {} machine(s) differ from the majority.",
-        r.machines.len(),
-        s.verdicts,
-        s.ml,
-        s.other,
-        fl.by_machine.len()
-    );
-    let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
-    let _ = writeln!(o, "\n{}", lay.wrap("", "", &line).join("\n"));
-    if !d.quiet {
-        text_footer(&mut o, r, &st);
-    }
-    o
+        let s = &r.summary;
+        let head = if s.drift {
+            st.warning(&format!(
+                "{} differ{}",
+                crate::plural::plural(s.differences, "fact"),
+                if s.differences == 1 { "s" } else { "" }
+            ))
+        } else {
+            st.good("no drift")
+        };
+        let line = format!(
+            "{head} across {} machines ({} verdict, {} ML/CUDA, {} other); {} machine(s) differ from the majority.",
+            r.machines.len(),
+            s.verdicts,
+            s.ml,
+            s.other,
+            fl.by_machine.len()
+        );
+        let lay = crate::report::layout::Layout::new(Some(TEXT_WIDTH), None, None);
+        writeln!(o, "\n{}", lay.wrap("", "", &line).join("\n"))?;
+        if !d.quiet {
+            text_footer(o, r, &st)?;
+        }
+        Ok(())
+    })
 }
 
 /// Push the fleet's machines, numbered as the matrix's columns, each with how many facts it
 /// differs from the majority on (up to 20; more are summed up, JSON lists them all).
-fn text_fleet_machines(o: &mut String, r: &CompareReport, fl: &FleetReport) {
+fn text_fleet_machines(o: &mut String, r: &CompareReport, fl: &FleetReport) -> fmt::Result {
     let n = r.machines.len();
     if n > 20 {
-        let _ = writeln!(
+        writeln!(
             o,
             "  {} ... {} (--format json lists them all)",
             r.machines[0].label,
             r.machines[n - 1].label
-        );
-        return;
+        )?;
+        return Ok(());
     }
     let count: std::collections::HashMap<&str, usize> = fl
         .by_machine
@@ -628,7 +635,7 @@ fn text_fleet_machines(o: &mut String, r: &CompareReport, fl: &FleetReport) {
     );
     for i in 0..n {
         let line = elide_middle(&machine_line(r, i), wl);
-        let _ = match count
+        match count
             .get(r.machines[i].label.as_str())
             .copied()
             .unwrap_or(0)
@@ -641,39 +648,41 @@ fn text_fleet_machines(o: &mut String, r: &CompareReport, fl: &FleetReport) {
                 pad(&line, wl),
                 crate::plural::plural(k, "difference")
             ),
-        };
+        }?;
     }
+    Ok(())
 }
 
 /// Push the fleet's "By fact" section: per rank, each fact's majority value and the machines
 /// that differ from it.
-fn text_by_fact(o: &mut String, fl: &FleetReport, st: &Style) {
-    let _ = writeln!(o, "\n{}", st.bold("By fact"));
+fn text_by_fact(o: &mut String, fl: &FleetReport, st: &Style) -> fmt::Result {
+    writeln!(o, "\n{}", st.bold("By fact"))?;
     for (rank, rows) in by_rank(&fl.by_fact, |f| f.rank) {
-        let _ = writeln!(o, "  {} ({})", st.bold(rank_title(rank)), rows.len());
+        writeln!(o, "  {} ({})", st.bold(rank_title(rank)), rows.len())?;
         let wf = width(rows.iter().map(|f| f.fact.as_str()), FACT_CAP);
         for f in rows {
             let fact = elide_keeping_name(&f.fact, wf);
             let maj = elide_middle(f.majority.as_deref().unwrap_or(ABSENT), VALUE_CAP);
-            let _ = writeln!(
+            writeln!(
                 o,
                 "    {}  majority {maj} ({} of {})",
                 pad(&fact, wf),
                 f.majority_count,
                 f.compared
-            );
+            )?;
             let wm = width(f.outliers.iter().map(|x| x.machine.as_str()), 32);
             for x in &f.outliers {
                 let v = elide_middle(x.value.as_deref().unwrap_or(ABSENT), TEXT_WIDTH - 8 - wm);
-                let _ = writeln!(
+                writeln!(
                     o,
                     "      {}  {}",
                     pad(&elide_middle(&x.machine, wm), wm),
                     st.warning(&v)
-                );
+                )?;
             }
         }
     }
+    Ok(())
 }
 
 fn md(s: &str) -> String {
@@ -701,57 +710,58 @@ pub fn render_markdown(r: &CompareReport) -> String {
 }
 
 fn md_pair(r: &CompareReport) -> String {
-    let mut o = String::new();
-    let s = &r.summary;
-    let _ = writeln!(o, "### envdoctor compare\n");
-    let _ = writeln!(o, "**A:** {}  ", code(&machine_line(r, 0)));
-    let _ = writeln!(o, "**B:** {}\n", code(&machine_line(r, 1)));
-    if !s.drift {
-        let _ = writeln!(o, "**No drift.**\n");
-    } else {
-        let _ = writeln!(
-            o,
-            "**{} difference(s):** {} new finding(s), {} fixed, {} ML/CUDA, {} other.\n",
-            s.differences, s.new_findings, s.fixed_findings, s.ml, s.other
-        );
-    }
-    for (rank, rows) in by_rank(&r.changes, |c| c.rank) {
-        md_rank_section(&mut o, rank, &rows);
-    }
-    if !r.interpreters.is_empty() {
-        let _ = writeln!(o, "#### Interpreters (matched by role)\n");
-        let _ = writeln!(o, "| role | A | B |\n|---|---|---|");
-        for g in &r.interpreters {
-            let _ = writeln!(
+    super::written(|o| {
+        let s = &r.summary;
+        writeln!(o, "### envdoctor compare\n")?;
+        writeln!(o, "**A:** {}  ", code(&machine_line(r, 0)))?;
+        writeln!(o, "**B:** {}\n", code(&machine_line(r, 1)))?;
+        if !s.drift {
+            writeln!(o, "**No drift.**\n")?;
+        } else {
+            writeln!(
                 o,
-                "| {} | {} | {} |",
-                code(&g.label),
-                opt_code(g.members[0].as_deref()),
-                opt_code(g.members.get(1).and_then(|m| m.as_deref()))
-            );
+                "**{} difference(s):** {} new finding(s), {} fixed, {} ML/CUDA, {} other.\n",
+                s.differences, s.new_findings, s.fixed_findings, s.ml, s.other
+            )?;
         }
-        let _ = writeln!(o);
-    }
-    md_footer(&mut o, r);
-    o
+        for (rank, rows) in by_rank(&r.changes, |c| c.rank) {
+            md_rank_section(o, rank, &rows)?;
+        }
+        if !r.interpreters.is_empty() {
+            writeln!(o, "#### Interpreters (matched by role)\n")?;
+            writeln!(o, "| role | A | B |\n|---|---|---|")?;
+            for g in &r.interpreters {
+                writeln!(
+                    o,
+                    "| {} | {} | {} |",
+                    code(&g.label),
+                    opt_code(g.members[0].as_deref()),
+                    opt_code(g.members.get(1).and_then(|m| m.as_deref()))
+                )?;
+            }
+            writeln!(o)?;
+        }
+        md_footer(o, r)?;
+        Ok(())
+    })
 }
 
 /// Push one rank's changes as a table under its heading (folded in `<details>` when there are
 /// more than 20 other changes): verdicts by severity and rule, facts with A, B and the change.
-fn md_rank_section(o: &mut String, rank: Rank, rows: &[&Change]) {
+fn md_rank_section(o: &mut String, rank: Rank, rows: &[&Change]) -> fmt::Result {
     let fold = rank == Rank::Other && rows.len() > 20;
     if fold {
-        let _ = writeln!(
+        writeln!(
             o,
             "<details><summary>{} ({})</summary>\n",
             rank_title(rank),
             rows.len()
-        );
+        )?;
     } else {
-        let _ = writeln!(o, "#### {} ({})\n", rank_title(rank), rows.len());
+        writeln!(o, "#### {} ({})\n", rank_title(rank), rows.len())?;
     }
     if rank == Rank::Verdict {
-        let _ = writeln!(o, "| | severity | rule | finding |\n|---|---|---|---|");
+        writeln!(o, "| | severity | rule | finding |\n|---|---|---|---|")?;
         for c in rows {
             let v = verdict_change(c);
             let lead = if v.new {
@@ -759,62 +769,64 @@ fn md_rank_section(o: &mut String, rank: Rank, rows: &[&Change]) {
             } else {
                 "**fixed** on B"
             };
-            let _ = writeln!(
+            writeln!(
                 o,
                 "| {lead} | {} | {} | {}: {} |",
                 md(v.sev),
                 code(v.id),
                 md(v.title),
                 md(v.msg)
-            );
+            )?;
         }
     } else {
-        let _ = writeln!(o, "| fact | A | B | change |\n|---|---|---|---|");
+        writeln!(o, "| fact | A | B | change |\n|---|---|---|---|")?;
         for c in rows {
-            let _ = writeln!(
+            writeln!(
                 o,
                 "| {} | {} | {} | {} |",
                 code(&c.fact),
                 opt_code(c.a.as_deref()),
                 opt_code(c.b.as_deref()),
                 md(&describe(c, "→"))
-            );
+            )?;
         }
     }
-    let _ = writeln!(o);
+    writeln!(o)?;
     if fold {
-        let _ = writeln!(o, "</details>\n");
+        writeln!(o, "</details>\n")?;
     }
+    Ok(())
 }
 
 fn md_fleet(r: &CompareReport) -> String {
-    let mut o = String::new();
-    let empty = FleetReport::default();
-    let fl = r.fleet.as_ref().unwrap_or(&empty);
-    let s = &r.summary;
-    let _ = writeln!(
-        o,
-        "### envdoctor compare: fleet of {} machines\n",
-        r.machines.len()
-    );
-    if !s.drift {
-        let _ = writeln!(o, "**No drift.**\n");
-    } else {
-        let _ = writeln!(
+    super::written(|o| {
+        let empty = FleetReport::default();
+        let fl = r.fleet.as_ref().unwrap_or(&empty);
+        let s = &r.summary;
+        writeln!(
             o,
-            "**{} fact(s) differ** ({} verdict, {} ML/CUDA, {} other); {} machine(s) differ from the majority.\n",
-            s.differences, s.verdicts, s.ml, s.other, fl.by_machine.len()
-        );
-        md_fleet_matrix(&mut o, r, fl);
-    }
-    md_footer(&mut o, r);
-    o
+            "### envdoctor compare: fleet of {} machines\n",
+            r.machines.len()
+        )?;
+        if !s.drift {
+            writeln!(o, "**No drift.**\n")?;
+        } else {
+            writeln!(
+                o,
+                "**{} fact(s) differ** ({} verdict, {} ML/CUDA, {} other); {} machine(s) differ from the majority.\n",
+                s.differences, s.verdicts, s.ml, s.other, fl.by_machine.len()
+            )?;
+            md_fleet_matrix(o, r, fl)?;
+        }
+        md_footer(o, r)?;
+        Ok(())
+    })
 }
 
 /// Push the fleet's matrix as a table: the machines numbered (with how many facts each differs
 /// on), then a row per fact, a column per machine: `·` the majority value, blank where the
 /// machine lacks the fact's entity, else its value.
-fn md_fleet_matrix(o: &mut String, r: &CompareReport, fl: &FleetReport) {
+fn md_fleet_matrix(o: &mut String, r: &CompareReport, fl: &FleetReport) -> fmt::Result {
     use super::fleet_matrix::{cells, Cell};
     let n = r.machines.len();
     let count: std::collections::HashMap<&str, usize> = fl
@@ -827,20 +839,20 @@ fn md_fleet_matrix(o: &mut String, r: &CompareReport, fl: &FleetReport) {
             .get(r.machines[i].label.as_str())
             .copied()
             .unwrap_or(0);
-        let _ = writeln!(
+        writeln!(
             o,
             "{}. {}: {k} difference(s)",
             i + 1,
             code(&machine_line(r, i))
-        );
+        )?;
     }
     let nums: Vec<String> = (1..=n).map(|m| m.to_string()).collect();
-    let _ = writeln!(
+    writeln!(
         o,
         "\n| fact | majority | {} |\n|---|---|{}",
         nums.join(" | "),
         "---|".repeat(n)
-    );
+    )?;
     let index: std::collections::HashMap<&str, usize> = r
         .machines
         .iter()
@@ -856,15 +868,16 @@ fn md_fleet_matrix(o: &mut String, r: &CompareReport, fl: &FleetReport) {
                 Cell::Value(v) => opt_code(v.as_deref()),
             })
             .collect();
-        let _ = writeln!(
+        writeln!(
             o,
             "| {} | {} | {} |",
             code(&f.fact),
             opt_code(f.majority.as_deref()),
             row.join(" | ")
-        );
+        )?;
     }
-    let _ = writeln!(o, "\n· the majority value; blank: not on that machine.\n");
+    writeln!(o, "\n· the majority value; blank: not on that machine.\n")?;
+    Ok(())
 }
 
 #[cfg(test)]

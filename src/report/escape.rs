@@ -15,7 +15,7 @@
 //! - [`uri_path`]: percent-encoding for SARIF URIs beyond what `url` does (`[`, `]`, `|`).
 
 use std::borrow::Cow;
-use std::fmt::Write;
+use std::fmt::{self, Write};
 
 fn is_bidi(c: char) -> bool {
     matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
@@ -25,17 +25,14 @@ fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\t') || is_bidi(c)
 }
 
-fn push_visible(out: &mut String, c: char) {
+fn push_visible(out: &mut String, c: char) -> fmt::Result {
     match c {
         '\n' => out.push_str("\\n"),
         '\r' => out.push_str("\\r"),
-        c if (c as u32) < 0x100 => {
-            let _ = write!(out, "\\x{:02x}", c as u32);
-        }
-        c => {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        }
+        c if (c as u32) < 0x100 => write!(out, "\\x{:02x}", c as u32)?,
+        c => write!(out, "\\u{{{:x}}}", c as u32)?,
     }
+    Ok(())
 }
 
 /// `s` on one line with every control character and bidi override visible.
@@ -43,15 +40,16 @@ pub fn one_line(s: &str) -> Cow<'_, str> {
     if !s.chars().any(needs_escape) {
         return Cow::Borrowed(s);
     }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if needs_escape(c) {
-            push_visible(&mut out, c);
-        } else {
-            out.push(c);
+    Cow::Owned(super::written(|out| {
+        for c in s.chars() {
+            if needs_escape(c) {
+                push_visible(out, c)?;
+            } else {
+                out.push(c);
+            }
         }
-    }
-    Cow::Owned(out)
+        Ok(())
+    }))
 }
 
 /// A whole text output made safe for a terminal or a CI log: newlines and tabs stay, and with
@@ -62,24 +60,25 @@ pub fn terminal(s: &str, keep_sgr: bool) -> Cow<'_, str> {
     if !s.chars().any(bad) {
         return Cow::Borrowed(s);
     }
-    let mut out = String::with_capacity(s.len() + 16);
-    let mut rest = s;
-    while let Some(c) = rest.chars().next() {
-        if c == '\x1b' && keep_sgr {
-            if let Some(n) = sgr_len(rest) {
-                out.push_str(&rest[..n]);
-                rest = &rest[n..];
-                continue;
+    Cow::Owned(super::written(|out| {
+        let mut rest = s;
+        while let Some(c) = rest.chars().next() {
+            if c == '\x1b' && keep_sgr {
+                if let Some(n) = sgr_len(rest) {
+                    out.push_str(&rest[..n]);
+                    rest = &rest[n..];
+                    continue;
+                }
             }
+            if bad(c) {
+                push_visible(out, c)?;
+            } else {
+                out.push(c);
+            }
+            rest = &rest[c.len_utf8()..];
         }
-        if bad(c) {
-            push_visible(&mut out, c);
-        } else {
-            out.push(c);
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    Cow::Owned(out)
+        Ok(())
+    }))
 }
 
 /// The length of the SGR sequence at the start of `s` (`ESC [ 0-9; m`), if there is one.

@@ -32,7 +32,37 @@ pub mod style;
 pub mod text;
 pub mod verdict;
 
+use crate::rules::Finding;
+use crate::Snapshot;
+use std::fmt;
 use std::io::{self, Write};
+
+/// What a reporter of `check` reads: the findings, their verdict and the facts, and for text the
+/// style, the layout and how much to show. Built once by `cli` and handed down whole, instead of
+/// the same values passed through each function.
+pub struct Context<'a> {
+    /// The findings, in the order shown.
+    pub findings: &'a [Finding],
+    /// Their verdict.
+    pub summary: &'a verdict::Summary,
+    /// The facts the rules read.
+    pub snap: &'a Snapshot,
+    /// Colour or not.
+    pub st: style::Style,
+    /// The width to wrap to and the paths to shorten.
+    pub lay: layout::Layout,
+    /// How much of the text to show (`-v`, `--all`).
+    pub detail: text::Detail,
+}
+
+/// The text that `write` writes with `fmt::Write` (`writeln!(o, ..)?`): the one writing style of
+/// the reporters. A `String` never refuses a write, so the `fmt::Result` ends here.
+pub fn written(write: impl FnOnce(&mut String) -> fmt::Result) -> String {
+    let mut o = String::new();
+    match write(&mut o) {
+        Ok(()) | Err(fmt::Error) => o,
+    }
+}
 
 /// Output formats shared by `check` and `compare`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

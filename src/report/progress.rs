@@ -47,8 +47,10 @@ pub fn line(probes: &[&str], elapsed: Duration, deadline: Duration) -> String {
 pub fn show(text: &str) {
     let mut err = std::io::stderr().lock();
     // Carriage return and erase-line: the line is rewritten, and nothing is left once cleared.
-    let _ = write!(err, "\r\x1b[2K{text}");
-    let _ = err.flush();
+    // A line stderr refuses (closed) is dropped: progress is a courtesy, the probes go on.
+    write!(err, "\r\x1b[2K{text}")
+        .and_then(|()| err.flush())
+        .ok();
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use super::verdict::Summary;
 use crate::rules::{Finding, Rule, Severity};
 use crate::Snapshot;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 /// Escape a label value (`\`, `"`, line feed).
 pub fn escape_label(s: &str) -> String {
@@ -22,9 +22,9 @@ pub fn escape_label(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn family(out: &mut String, name: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} gauge");
+fn family(out: &mut String, name: &str, help: &str) -> fmt::Result {
+    writeln!(out, "# HELP {name} {help}")?;
+    writeln!(out, "# TYPE {name} gauge")
 }
 
 fn labels(pairs: &[(&str, &str)]) -> String {
@@ -52,64 +52,65 @@ pub fn render(
     for f in findings {
         *counts.entry((f.rule.as_str(), f.severity)).or_insert(0) += 1;
     }
-    let mut out = String::new();
-    family(
-        &mut out,
-        "envdoctor_findings",
-        "Findings of the last envdoctor check, per rule evaluated and severity.",
-    );
-    for ((rule, sev), n) in &counts {
-        let _ = writeln!(
+    super::written(|out| {
+        family(
             out,
-            "envdoctor_findings{} {n}",
-            labels(&[("rule", rule), ("severity", sev.as_str())])
-        );
-    }
-    family(
-        &mut out,
-        "envdoctor_check_failed",
-        "1 when the last envdoctor check had a finding at or above its --fail-on severity.",
-    );
-    let _ = writeln!(out, "envdoctor_check_failed {}", u8::from(summary.failed));
-    family(
-        &mut out,
-        "envdoctor_probe_errors",
-        "Facts the last envdoctor check could not read (probe problems).",
-    );
-    let _ = writeln!(out, "envdoctor_probe_errors {}", snap.probe_errors.len());
-    if !snap.gpus.is_empty() {
-        const MIB: u64 = 1024 * 1024;
-        for (name, help, value) in [
-            (
-                "envdoctor_gpu_memory_used_bytes",
-                "GPU memory in use when envdoctor last checked.",
-                (|g: &crate::snapshot::Gpu| g.live.memory_used_mib) as fn(&_) -> u64,
-            ),
-            (
-                "envdoctor_gpu_memory_total_bytes",
-                "GPU memory in total.",
-                |g: &crate::snapshot::Gpu| g.memory_total_mib,
-            ),
-        ] {
-            family(&mut out, name, help);
-            for g in &snap.gpus {
-                let index = g.index.to_string();
-                let _ = writeln!(
-                    out,
-                    "{name}{} {}",
-                    labels(&[("gpu", &index), ("uuid", &g.uuid), ("name", &g.name)]),
-                    value(g).saturating_mul(MIB)
-                );
+            "envdoctor_findings",
+            "Findings of the last envdoctor check, per rule evaluated and severity.",
+        )?;
+        for ((rule, sev), n) in &counts {
+            writeln!(
+                out,
+                "envdoctor_findings{} {n}",
+                labels(&[("rule", rule), ("severity", sev.as_str())])
+            )?;
+        }
+        family(
+            out,
+            "envdoctor_check_failed",
+            "1 when the last envdoctor check had a finding at or above its --fail-on severity.",
+        )?;
+        writeln!(out, "envdoctor_check_failed {}", u8::from(summary.failed))?;
+        family(
+            out,
+            "envdoctor_probe_errors",
+            "Facts the last envdoctor check could not read (probe problems).",
+        )?;
+        writeln!(out, "envdoctor_probe_errors {}", snap.probe_errors.len())?;
+        if !snap.gpus.is_empty() {
+            const MIB: u64 = 1024 * 1024;
+            for (name, help, value) in [
+                (
+                    "envdoctor_gpu_memory_used_bytes",
+                    "GPU memory in use when envdoctor last checked.",
+                    (|g: &crate::snapshot::Gpu| g.live.memory_used_mib) as fn(&_) -> u64,
+                ),
+                (
+                    "envdoctor_gpu_memory_total_bytes",
+                    "GPU memory in total.",
+                    |g: &crate::snapshot::Gpu| g.memory_total_mib,
+                ),
+            ] {
+                family(out, name, help)?;
+                for g in &snap.gpus {
+                    let index = g.index.to_string();
+                    writeln!(
+                        out,
+                        "{name}{} {}",
+                        labels(&[("gpu", &index), ("uuid", &g.uuid), ("name", &g.name)]),
+                        value(g).saturating_mul(MIB)
+                    )?;
+                }
             }
         }
-    }
-    family(
-        &mut out,
-        "envdoctor_last_run_seconds",
-        "When the last envdoctor check ran, in seconds since the Unix epoch.",
-    );
-    let _ = writeln!(out, "envdoctor_last_run_seconds {now:.3}");
-    out
+        family(
+            out,
+            "envdoctor_last_run_seconds",
+            "When the last envdoctor check ran, in seconds since the Unix epoch.",
+        )?;
+        writeln!(out, "envdoctor_last_run_seconds {now:.3}")?;
+        Ok(())
+    })
 }
 
 /// Seconds since the Unix epoch, now.

@@ -7,10 +7,10 @@ use super::fixes::fix_of;
 use super::inventory::{self, Mark};
 use super::layout::{elide_middle, Layout};
 use super::style::Style;
-use super::verdict::Summary;
+use super::Context;
 use crate::rules::template::display_value;
 use crate::rules::{Finding, Severity};
-use crate::Snapshot;
+use std::fmt::{self, Write as _};
 
 /// How much to show.
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,48 +34,48 @@ fn mark_text(st: &Style, m: Mark) -> String {
 
 /// Push `text` wrapped after `first_plain` (shown as `first`, which may be coloured), following
 /// lines at `indent` columns.
-fn push(out: &mut String, lay: &Layout, first_plain: &str, first: &str, indent: usize, text: &str) {
+fn push(
+    out: &mut String,
+    lay: &Layout,
+    first_plain: &str,
+    first: &str,
+    indent: usize,
+    text: &str,
+) -> fmt::Result {
     let rest = " ".repeat(indent);
     let lines = lay.wrap(first_plain, &rest, text);
     for (i, l) in lines.iter().enumerate() {
         if i == 0 {
-            out.push_str(first);
-            out.push_str(&l[first_plain.len().min(l.len())..]);
+            writeln!(out, "{first}{}", &l[first_plain.len().min(l.len())..])?;
         } else {
-            out.push_str(l);
+            writeln!(out, "{l}")?;
         }
-        out.push('\n');
     }
+    Ok(())
 }
 
-/// The summary block.
-pub fn summary_block(
-    snap: &Snapshot,
-    findings: &[Finding],
-    lay: &Layout,
-    st: &Style,
-    d: Detail,
-) -> String {
-    let lines = inventory::lines(snap, findings);
+/// Write the summary block.
+pub fn summary_block(out: &mut String, cx: &Context) -> fmt::Result {
+    let (lay, st) = (&cx.lay, &cx.st);
+    let lines = inventory::lines(cx.snap, cx.findings);
     let w = lines
         .iter()
         .map(|l| l.area.chars().count())
         .max()
         .unwrap_or(0)
         .clamp(7, 12);
-    let mut out = st.bold("Summary");
-    out.push('\n');
+    writeln!(out, "{}", st.bold("Summary"))?;
     if let Some(p) = lay.project() {
         let p = lay.path(p);
         let w = w.max(7);
         push(
-            &mut out,
+            out,
             lay,
             &format!("    {:<w$}  ", "Project"),
             &format!("    {:<w$}  ", "Project"),
             w + 6,
             &p,
-        );
+        )?;
     }
     for l in &lines {
         let pad = w.saturating_sub(l.area.chars().count());
@@ -92,27 +92,25 @@ pub fn summary_block(
         let wrapped = lay.wrap(&stand_in, &" ".repeat(indent), &text);
         for (i, line) in wrapped.iter().enumerate() {
             if i == 0 {
-                out.push_str(&first);
-                out.push_str(line.get(stand_in.len()..).unwrap_or(""));
+                writeln!(out, "{first}{}", line.get(stand_in.len()..).unwrap_or(""))?;
             } else {
-                out.push_str(line);
+                writeln!(out, "{line}")?;
             }
-            out.push('\n');
         }
-        if d.verbose {
+        if cx.detail.verbose {
             for x in &l.detail {
                 push(
-                    &mut out,
+                    out,
                     lay,
                     &" ".repeat(indent),
                     &" ".repeat(indent),
                     indent + 2,
                     &lay.paths_in(x),
-                );
+                )?;
             }
         }
     }
-    out
+    Ok(())
 }
 
 /// `check -v`'s section: each rule that fired, for each subject it fired for, the facts it read
@@ -125,16 +123,29 @@ pub fn looked_at(
         Vec<crate::rules::eval::Evidence>,
     )],
     rules: usize,
-    st: &Style,
-    lay: &Layout,
+    cx: &Context,
 ) -> String {
+    super::written(|s| looked_at_into(s, all, rules, cx))
+}
+
+fn looked_at_into(
+    s: &mut String,
+    all: &[(
+        &crate::rules::Rule,
+        Option<String>,
+        Vec<crate::rules::eval::Evidence>,
+    )],
+    rules: usize,
+    cx: &Context,
+) -> fmt::Result {
+    let (lay, st) = (&cx.lay, &cx.st);
     let mut fired: Vec<&str> = all.iter().map(|(r, _, _)| r.id.as_str()).collect();
     fired.dedup();
-    let mut s = st.bold(&format!(
+    let head = format!(
         "Facts looked at by the rules that fired ({} of {rules} rules)",
         fired.len()
-    ));
-    s.push('\n');
+    );
+    writeln!(s, "{}", st.bold(&head))?;
     let room = lay
         .width
         .map_or(usize::MAX, |w| w.saturating_sub(6).max(20));
@@ -144,21 +155,18 @@ pub fn looked_at(
             None => rule.id.clone(),
         };
         for l in lay.wrap("  ", "    ", &head) {
-            s.push_str(&l);
-            s.push('\n');
+            writeln!(s, "{l}")?;
         }
         for f in facts.iter().filter(|f| shown_evidence(&f.value)) {
             let v = elide_middle(&display_value(&f.value), 120);
             let label = lay.paths_in(&f.path);
             let text = format!("{} = {v}", label_lines(&label, room).join(" "));
             for l in lay.wrap("    ", "      ", &text) {
-                s.push_str(&l);
-                s.push('\n');
+                writeln!(s, "{l}")?;
             }
         }
     }
-    s.push('\n');
-    s
+    writeln!(s)
 }
 
 /// `label` cut after `].` so that each piece fits `room` columns (a piece with no such place
@@ -197,14 +205,8 @@ fn severity_plain(s: Severity) -> &'static str {
     }
 }
 
-fn one_finding(
-    out: &mut String,
-    f: &Finding,
-    lay: &Layout,
-    st: &Style,
-    with_fix: bool,
-    snap: &Snapshot,
-) {
+fn one_finding(out: &mut String, f: &Finding, cx: &Context, with_fix: bool) -> fmt::Result {
+    let (lay, st) = (&cx.lay, &cx.st);
     if let Some(s) = &f.subject {
         push(
             out,
@@ -213,13 +215,14 @@ fn one_finding(
             &format!("  {} ", st.dim("for:")),
             4,
             &lay.paths_in(s),
-        );
+        )?;
     }
-    push(out, lay, "  ", "  ", 2, &lay.paths_in(&f.message));
-    evidence_lines(out, f, lay, st);
+    push(out, lay, "  ", "  ", 2, &lay.paths_in(&f.message))?;
+    evidence_lines(out, f, cx)?;
     if with_fix {
-        fix_lines(out, f, lay, st, snap);
+        fix_lines(out, f, cx)?;
     }
+    Ok(())
 }
 
 /// Whether an evidence value is worth a line: not a fact that is absent (`(absent)` filler), not
@@ -236,7 +239,8 @@ fn shown_evidence(v: &serde_json::Value) -> bool {
 /// The evidence: one line per fact that matters, `path = value`. A line too long for the width
 /// breaks after the `=`, never inside the fact's path (only a path that is itself wider than
 /// the line is broken, after a `].`).
-fn evidence_lines(out: &mut String, f: &Finding, lay: &Layout, st: &Style) {
+fn evidence_lines(out: &mut String, f: &Finding, cx: &Context) -> fmt::Result {
+    let (lay, st) = (&cx.lay, &cx.st);
     let mut shown: Vec<_> = f
         .evidence
         .iter()
@@ -247,9 +251,9 @@ fn evidence_lines(out: &mut String, f: &Finding, lay: &Layout, st: &Style) {
         shown.extend(f.evidence.iter().filter(|e| e.value.is_null()).take(1));
     }
     if shown.is_empty() {
-        return;
+        return Ok(());
     }
-    out.push_str(&format!("  {}\n", st.dim("evidence:")));
+    writeln!(out, "  {}", st.dim("evidence:"))?;
     let max = lay.width.map_or(160, |w| w.saturating_sub(8).max(40));
     for e in shown.iter().take(12) {
         let label = lay.paths_in(&e.path);
@@ -260,11 +264,11 @@ fn evidence_lines(out: &mut String, f: &Finding, lay: &Layout, st: &Style) {
         };
         let whole = format!("{label} = {value}");
         let Some(width) = lay.width else {
-            out.push_str(&format!("    {whole}\n"));
+            writeln!(out, "    {whole}")?;
             continue;
         };
         if whole.chars().count() + 4 <= width {
-            out.push_str(&format!("    {whole}\n"));
+            writeln!(out, "    {whole}")?;
             continue;
         }
         // The path on its line(s) (broken after a `].` only when wider than the line, its
@@ -276,26 +280,26 @@ fn evidence_lines(out: &mut String, f: &Finding, lay: &Layout, st: &Style) {
             let indent = if i == 0 { "    " } else { "      " };
             let with_value = format!("{indent}{piece} = {value}");
             if i == last && last > 0 && with_value.chars().count() <= width {
-                out.push_str(&with_value);
-                out.push('\n');
+                writeln!(out, "{with_value}")?;
                 continue;
             }
-            out.push_str(&format!("{indent}{piece}\n"));
+            writeln!(out, "{indent}{piece}")?;
             if i == last {
                 for l in lay.wrap("      = ", "        ", &value) {
-                    out.push_str(&l);
-                    out.push('\n');
+                    writeln!(out, "{l}")?;
                 }
             }
         }
     }
     if shown.len() > 12 {
-        out.push_str(&format!("    … {} more\n", shown.len() - 12));
+        writeln!(out, "    … {} more", shown.len() - 12)?;
     }
+    Ok(())
 }
 
-fn fix_lines(out: &mut String, f: &Finding, lay: &Layout, st: &Style, snap: &Snapshot) {
-    let fix = fix_of(f, snap);
+fn fix_lines(out: &mut String, f: &Finding, cx: &Context) -> fmt::Result {
+    let (lay, st) = (&cx.lay, &cx.st);
+    let fix = fix_of(f, cx.snap);
     // The command is printed whole on its own line; the text points to it instead of repeating it.
     let text = match &fix.command {
         Some(c) => fix.text.replacen(&format!("`{c}`"), "the command below", 1),
@@ -308,77 +312,61 @@ fn fix_lines(out: &mut String, f: &Finding, lay: &Layout, st: &Style, snap: &Sna
         &format!("  {} ", st.good("fix:")),
         4,
         &lay.paths_in(&text),
-    );
+    )?;
     if let Some(c) = &fix.command {
         // The command alone on its line, never wrapped: it is meant to be pasted.
-        out.push_str(&format!("    $ {c}\n"));
+        writeln!(out, "    $ {c}")?;
     }
     for r in &f.references {
-        out.push_str(&format!("  {} {r}\n", st.dim("see:")));
+        writeln!(out, "  {} {r}", st.dim("see:"))?;
     }
+    Ok(())
 }
 
 /// Text for a person.
-pub fn render(
-    findings: &[Finding],
-    summary: &Summary,
-    snap: &Snapshot,
-    st: &Style,
-    lay: &Layout,
-    d: Detail,
-) -> String {
-    let mut out = summary_block(snap, findings, lay, st, d);
-    out.push('\n');
-    for sev in [Severity::Error, Severity::Warning, Severity::Info] {
-        severity_section(&mut out, findings, sev, snap, st, lay, d);
-    }
-    probe_problems(&mut out, findings, snap, st, lay, d);
-    out.push_str(&verdict(summary, snap, st, lay));
-    out
+pub fn render(cx: &Context) -> String {
+    super::written(|out| {
+        summary_block(out, cx)?;
+        writeln!(out)?;
+        for sev in [Severity::Error, Severity::Warning, Severity::Info] {
+            severity_section(out, cx, sev)?;
+        }
+        probe_problems(out, cx)?;
+        verdict_into(out, cx)
+    })
 }
 
 /// Push the findings of severity `sev` under their heading, one entry per rule (nothing when
 /// there are none).
-fn severity_section(
-    out: &mut String,
-    findings: &[Finding],
-    sev: Severity,
-    snap: &Snapshot,
-    st: &Style,
-    lay: &Layout,
-    d: Detail,
-) {
-    let group: Vec<&Finding> = findings.iter().filter(|f| f.severity == sev).collect();
+fn severity_section(out: &mut String, cx: &Context, sev: Severity) -> fmt::Result {
+    let group: Vec<&Finding> = cx.findings.iter().filter(|f| f.severity == sev).collect();
     if group.is_empty() {
-        return;
+        return Ok(());
     }
     let heading = match sev {
         Severity::Error => "Errors",
         Severity::Warning => "Warnings",
         Severity::Info => "Info",
     };
-    out.push_str(&st.bold(&format!("{heading} ({})", group.len())));
-    out.push_str("\n\n");
+    writeln!(
+        out,
+        "{}\n",
+        cx.st.bold(&format!("{heading} ({})", group.len()))
+    )?;
     let mut i = 0;
     while i < group.len() {
         let rule = &group[i].rule;
         let n = group[i..].iter().take_while(|f| &f.rule == rule).count();
-        rule_entry(out, &group[i..i + n], sev, snap, st, lay, d);
+        rule_entry(out, cx, &group[i..i + n], sev)?;
         i += n;
     }
+    Ok(())
 }
 
 /// Push one rule's entry: its heading (with `× N` when it fired more than once), the first
 /// findings (all with --all or --verbose), and its fix once when every finding shares it.
-fn rule_entry(
-    out: &mut String,
-    same: &[&Finding],
-    sev: Severity,
-    snap: &Snapshot,
-    st: &Style,
-    lay: &Layout,
-    d: Detail,
-) {
+fn rule_entry(out: &mut String, cx: &Context, same: &[&Finding], sev: Severity) -> fmt::Result {
+    let (lay, st, d) = (&cx.lay, &cx.st, cx.detail);
     let n = same.len();
     let f = same[0];
     let count = if n > 1 {
@@ -392,9 +380,9 @@ fn rule_entry(
         severity_word(st, sev),
         st.bold(&format!("[{}]", f.rule))
     );
-    push(out, lay, &plain, &first, 2, &f.title);
+    push(out, lay, &plain, &first, 2, &f.title)?;
     if d.verbose && !f.rule_source.is_empty() {
-        out.push_str(&format!("  {} {}\n", st.dim("rule:"), f.rule_source));
+        writeln!(out, "  {} {}", st.dim("rule:"), f.rule_source)?;
     }
     let shown = if d.all || d.verbose || n <= GROUP_SHOWN + 1 {
         n
@@ -403,32 +391,27 @@ fn rule_entry(
     };
     let one_fix = same.iter().all(|g| g.fix == f.fix);
     for g in &same[..shown] {
-        one_finding(out, g, lay, st, !one_fix, snap);
+        one_finding(out, g, cx, !one_fix)?;
     }
     if shown < n {
-        out.push_str(&format!(
-            "  … {} more of this rule (first {shown} shown; --all for the rest)\n",
+        writeln!(
+            out,
+            "  … {} more of this rule (first {shown} shown; --all for the rest)",
             n - shown
-        ));
+        )?;
     }
     if one_fix {
-        fix_lines(out, f, lay, st, snap);
+        fix_lines(out, f, cx)?;
     }
-    out.push('\n');
+    writeln!(out)
 }
 
 /// Push the probe problems, except those a finding already shows (a corrupt file appears once);
 /// the first 10 unless --all or --verbose.
-fn probe_problems(
-    out: &mut String,
-    findings: &[Finding],
-    snap: &Snapshot,
-    st: &Style,
-    lay: &Layout,
-    d: Detail,
-) {
+fn probe_problems(out: &mut String, cx: &Context) -> fmt::Result {
+    let (lay, st, d) = (&cx.lay, &cx.st, cx.detail);
     let told = |p: &str| {
-        findings.iter().any(|f| {
+        cx.findings.iter().any(|f| {
             f.message.contains(p)
                 || f.subject.as_deref().is_some_and(|s| s.contains(p))
                 || f.evidence
@@ -436,19 +419,20 @@ fn probe_problems(
                     .any(|e| e.path.contains(p) || e.value.as_str().is_some_and(|v| v.contains(p)))
         })
     };
-    let problems: Vec<_> = snap
+    let problems: Vec<_> = cx
+        .snap
         .probe_errors
         .iter()
         .filter(|p| p.path.as_deref().is_none_or(|path| !told(path)))
         .collect();
     if problems.is_empty() {
-        return;
+        return Ok(());
     }
-    out.push_str(&st.bold(&format!(
+    let head = format!(
         "Probe problems ({}): facts that could not be read",
         problems.len()
-    )));
-    out.push('\n');
+    );
+    writeln!(out, "{}", st.bold(&head))?;
     let limit = if d.all || d.verbose { usize::MAX } else { 10 };
     for p in problems.iter().take(limit) {
         let text = match &p.path {
@@ -467,31 +451,34 @@ fn probe_problems(
             &format!("  {mark} {}: ", p.probe),
             4,
             &text,
-        );
+        )?;
     }
     if problems.len() > limit {
-        out.push_str(&format!(
-            "  … {} more (--all shows them)\n",
+        writeln!(
+            out,
+            "  … {} more (--all shows them)",
             problems.len() - limit
-        ));
+        )?;
     }
-    out.push('\n');
+    writeln!(out)
 }
 
 /// The verdict line, wrapped (its continuation indented), styled by outcome: the last thing
 /// [`render`] prints and all that `check -q` prints.
-pub fn verdict(summary: &Summary, snap: &Snapshot, st: &Style, lay: &Layout) -> String {
-    let line = summary.line(snap);
-    let styled = |s: &str| match summary.word() {
-        "OK" => st.good(s),
-        _ => st.error(s),
+pub fn verdict(cx: &Context) -> String {
+    super::written(|out| verdict_into(out, cx))
+}
+
+fn verdict_into(out: &mut String, cx: &Context) -> fmt::Result {
+    let line = cx.summary.line(cx.snap);
+    let styled = |s: &str| match cx.summary.word() {
+        "OK" => cx.st.good(s),
+        _ => cx.st.error(s),
     };
-    let mut out = String::new();
-    for l in lay.wrap("", "  ", &line) {
-        out.push_str(&styled(&l));
-        out.push('\n');
+    for l in cx.lay.wrap("", "  ", &line) {
+        writeln!(out, "{}", styled(&l))?;
     }
-    out
+    Ok(())
 }
 
 #[cfg(test)]
@@ -530,14 +517,14 @@ mod tests {
         let fs = vec![finding(Severity::Error), finding(Severity::Info)];
         let sum = Summary::of(&fs, &snap, FailOn::Error);
         assert!(sum.failed);
-        let t = render(
-            &fs,
-            &sum,
-            &snap,
-            &Style { color: false },
-            &Layout::new(None, None, None),
-            Detail::default(),
-        );
+        let t = render(&Context {
+            findings: &fs,
+            summary: &sum,
+            snap: &snap,
+            st: Style { color: false },
+            lay: Layout::new(None, None, None),
+            detail: Detail::default(),
+        });
         let e = t.find("Errors (1)").unwrap();
         let i = t.find("Info (1)").unwrap();
         assert!(e < i, "{t}");

@@ -529,15 +529,16 @@ mod bench {
     fn uv_lock(n: usize) -> String {
         let mut s = String::from("version = 1\nrevision = 3\nrequires-python = \">=3.9\"\n\n[[package]]\nname = \"demo\"\nversion = \"0.1.0\"\nsource = { editable = \".\" }\ndependencies = [\n");
         for i in 0..n {
-            let _ = writeln!(
+            writeln!(
                 s,
                 "    {{ name = \"pkg-{i}\", marker = \"{}\" }},",
                 marker(i)
-            );
+            )
+            .unwrap();
         }
         s.push_str("]\n");
         for i in 0..n {
-            let _ = write!(s, "\n[[package]]\nname = \"pkg-{i}\"\nversion = \"1.{i}.0\"\nsource = {{ registry = \"https://pypi.org/simple\" }}\nsdist = {{ url = \"https://files.pythonhosted.org/packages/aa/bb/pkg_{i}-1.{i}.0.tar.gz\", hash = \"sha256:{:064x}\", size = 12345, upload-time = \"2025-01-01T00:00:00Z\" }}\nwheels = [\n    {{ url = \"https://files.pythonhosted.org/packages/cc/dd/pkg_{i}-1.{i}.0-py3-none-any.whl\", hash = \"sha256:{:064x}\", size = 2345, upload-time = \"2025-01-01T00:00:00Z\" }},\n]\n", i, i + 1);
+            write!(s, "\n[[package]]\nname = \"pkg-{i}\"\nversion = \"1.{i}.0\"\nsource = {{ registry = \"https://pypi.org/simple\" }}\nsdist = {{ url = \"https://files.pythonhosted.org/packages/aa/bb/pkg_{i}-1.{i}.0.tar.gz\", hash = \"sha256:{:064x}\", size = 12345, upload-time = \"2025-01-01T00:00:00Z\" }}\nwheels = [\n    {{ url = \"https://files.pythonhosted.org/packages/cc/dd/pkg_{i}-1.{i}.0-py3-none-any.whl\", hash = \"sha256:{:064x}\", size = 2345, upload-time = \"2025-01-01T00:00:00Z\" }},\n]\n", i, i + 1).unwrap();
         }
         s
     }
@@ -547,7 +548,7 @@ mod bench {
             "lock-version = \"1.0\"\nrequires-python = \">=3.9\"\ncreated-by = \"uv\"\n",
         );
         for i in 0..n {
-            let _ = write!(s, "\n[[packages]]\nname = \"pkg-{i}\"\nversion = \"1.{i}.0\"\nmarker = \"{}\"\nindex = \"https://pypi.org/simple\"\nwheels = [{{ url = \"https://files.pythonhosted.org/packages/cc/dd/pkg_{i}-1.{i}.0-py3-none-any.whl\", upload-time = 2025-01-01T00:00:00Z, size = 2345, hashes = {{ sha256 = \"{:064x}\" }} }}]\n", marker(i), i);
+            write!(s, "\n[[packages]]\nname = \"pkg-{i}\"\nversion = \"1.{i}.0\"\nmarker = \"{}\"\nindex = \"https://pypi.org/simple\"\nwheels = [{{ url = \"https://files.pythonhosted.org/packages/cc/dd/pkg_{i}-1.{i}.0-py3-none-any.whl\", upload-time = 2025-01-01T00:00:00Z, size = 2345, hashes = {{ sha256 = \"{:064x}\" }} }}]\n", marker(i), i).unwrap();
         }
         s
     }

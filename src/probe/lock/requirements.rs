@@ -24,10 +24,23 @@ pub type Include<'a> = dyn FnMut(&str, &str) -> Result<(String, String), String>
 
 /// Read `text` (the requirements file `path`) for `target`; `include` reads `-r`/`-c` files.
 pub fn read(text: &str, path: &str, target: &Target, include: &mut Include) -> Locked {
-    let mut out = Locked::default();
-    let mut seen = vec![path.to_string()];
-    one(text, path, target, include, &mut out, &mut seen, false, 0);
-    out
+    let mut walk = Walk {
+        target,
+        include,
+        out: Locked::default(),
+        seen: vec![path.to_string()],
+    };
+    one(&mut walk, text, path, false, 0);
+    walk.out
+}
+
+/// What the reading of one requirements file and its includes shares: the target, the reader of
+/// includes, what is read so far and the files already read.
+struct Walk<'a, 'b> {
+    target: &'a Target,
+    include: &'a mut Include<'b>,
+    out: Locked,
+    seen: Vec<String>,
 }
 
 /// Whether pip-compile wrote it (then `pip-sync` is its sync command).
@@ -44,17 +57,8 @@ struct Ctx<'a> {
     constraint: bool,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn one(
-    text: &str,
-    path: &str,
-    target: &Target,
-    include: &mut Include,
-    out: &mut Locked,
-    seen: &mut Vec<String>,
-    constraint: bool,
-    depth: usize,
-) {
+/// Read one file of the walk (`constraint`: reached through a `-c`; `depth`: how many includes in).
+fn one(walk: &mut Walk, text: &str, path: &str, constraint: bool, depth: usize) {
     let mut ctx = Ctx {
         path,
         index: None,
@@ -73,33 +77,33 @@ fn one(
                 "-r" | "--requirement" | "-c" | "--constraint" => {
                     let c = constraint || opt == "-c" || opt == "--constraint";
                     if depth + 1 > MAX_DEPTH {
-                        out.warnings.push(format!(
+                        walk.out.warnings.push(format!(
                             "{path}:{line_no}: includes nested more than {MAX_DEPTH} deep; `{val}` is not read"
                         ));
                         continue;
                     }
-                    if seen.len() >= MAX_FILES {
-                        out.warnings.push(format!(
+                    if walk.seen.len() >= MAX_FILES {
+                        walk.out.warnings.push(format!(
                             "{path}:{line_no}: more than {MAX_FILES} files included; `{val}` is not read"
                         ));
                         continue;
                     }
-                    match include(val, path) {
-                        Ok((p, t)) if !seen.contains(&p) => {
-                            seen.push(p.clone());
-                            one(&t, &p, target, include, out, seen, c, depth + 1);
+                    match (walk.include)(val, path) {
+                        Ok((p, t)) if !walk.seen.contains(&p) => {
+                            walk.seen.push(p.clone());
+                            one(walk, &t, &p, c, depth + 1);
                         }
                         Ok(_) => {}
-                        Err(e) => out.warnings.push(format!("{path}:{line_no}: {e}")),
+                        Err(e) => walk.out.warnings.push(format!("{path}:{line_no}: {e}")),
                     }
                 }
                 "-i" | "--index-url" => ctx.index = Some(val.to_string()),
-                "-e" | "--editable" => editable(val, line_no, &ctx, out),
+                "-e" | "--editable" => editable(val, line_no, &ctx, &mut walk.out),
                 _ => {}
             }
             continue;
         }
-        requirement(line, line_no, &ctx, target, out);
+        requirement(line, line_no, &ctx, walk.target, &mut walk.out);
     }
 }
 
