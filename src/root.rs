@@ -460,7 +460,9 @@ pub fn without_url_credentials(value: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     std::borrow::Cow::Owned(out)
 }
 
-fn file_kind(ft: &fs::FileType) -> &'static str {
+/// What a file that is not a regular file is, in words for an error message (`a FIFO`,
+/// `a directory`): the one wording for every reader that refuses such a file.
+pub fn file_kind(ft: &fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if ft.is_dir() {
         "a directory"

@@ -318,7 +318,7 @@ pub fn tool_version(root: &Root, path: &Path) -> Option<String> {
     use std::os::unix::fs::FileExt;
     let f = root.open(path).ok()?;
     let len = f.metadata().ok()?.len();
-    let (start, size) = rodata(&f).unwrap_or((0, len));
+    let (start, size) = rodata(&f, len).unwrap_or((0, len));
     // A stated size past the end of the file reads nothing more than the file holds.
     let size = size.min(MAX_SECTION).min(len.saturating_sub(start));
     const CHUNK: u64 = 4 << 20;
@@ -367,42 +367,12 @@ pub fn find_version(bytes: &[u8]) -> Option<String> {
     None
 }
 
-/// (file offset, size) of `.rodata` in a little-endian ELF64 file.
-fn rodata(f: &std::fs::File) -> Option<(u64, u64)> {
-    use std::os::unix::fs::FileExt;
-    let mut h = [0u8; 64];
-    f.read_exact_at(&mut h, 0).ok()?;
-    if &h[..4] != b"\x7fELF" || h[4] != 2 || h[5] != 1 {
-        return None;
-    }
-    // Out-of-range reads are `None` (a truncated or hostile header), never a panic.
-    let le = |b: &[u8], o: usize, n: usize| -> Option<u64> {
-        let bytes = b.get(o..o.checked_add(n)?)?;
-        Some(bytes.iter().rev().fold(0u64, |v, x| v << 8 | u64::from(*x)))
-    };
-    let (shoff, shentsize, shnum, shstrndx) = (
-        le(&h, 0x28, 8)?,
-        le(&h, 0x3a, 2)?,
-        le(&h, 0x3c, 2)?,
-        le(&h, 0x3e, 2)?,
-    );
-    // ELF64 section headers are 64 bytes: a larger stated size only costs memory.
-    if shentsize != 64 || shnum == 0 || shnum > 4096 || shstrndx >= shnum {
-        return None;
-    }
-    let mut table = vec![0u8; (shentsize * shnum) as usize];
-    f.read_exact_at(&mut table, shoff).ok()?;
-    let sh = |i: u64| table.get((i * shentsize) as usize..((i + 1) * shentsize) as usize);
-    let strtab = sh(shstrndx)?;
-    let (str_off, str_size) = (le(strtab, 0x18, 8)?, le(strtab, 0x20, 8)?.min(1 << 20));
-    let mut names = vec![0u8; str_size as usize];
-    f.read_exact_at(&mut names, str_off).ok()?;
-    (0..shnum).find_map(|i| {
-        let s = sh(i)?;
-        let name_at = le(s, 0, 4)? as usize;
-        let name = names.get(name_at..)?.split(|b| *b == 0).next()?;
-        (name == b".rodata").then_some((le(s, 0x18, 8)?, le(s, 0x20, 8)?))
-    })
+/// (file offset, size) of `.rodata` in a little-endian ELF64 file of `len` bytes.
+fn rodata(f: &std::fs::File, len: u64) -> Option<(u64, u64)> {
+    crate::probe::libs::elf::sections(f, len)?
+        .into_iter()
+        .find(|s| s.name == b".rodata")
+        .map(|s| (s.offset, s.size))
 }
 
 #[cfg(test)]

@@ -627,21 +627,7 @@ fn regular_file(p: &FsPath) -> Result<(), Error> {
     let meta = std::fs::metadata(p)
         .map_err(|e| Error::input(&shown, format!("cannot read rule file: {e}")))?;
     if !meta.is_file() {
-        let kind = {
-            use std::os::unix::fs::FileTypeExt;
-            let t = meta.file_type();
-            if t.is_fifo() {
-                "a FIFO"
-            } else if t.is_socket() {
-                "a socket"
-            } else if t.is_char_device() || t.is_block_device() {
-                "a device"
-            } else if t.is_dir() {
-                "a directory"
-            } else {
-                "not a regular file"
-            }
-        };
+        let kind = crate::root::file_kind(&meta.file_type());
         return Err(Error::input(
             &shown,
             format!("refused: a rule file must be a regular file, this is {kind}"),

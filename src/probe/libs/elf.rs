@@ -941,6 +941,81 @@ fn cstr(b: &[u8], off: usize) -> Option<String> {
     Some(String::from_utf8_lossy(&rest[..end]).into_owned())
 }
 
+/// One section header of a 64-bit little-endian ELF file, as [`sections`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Section {
+    /// The name, from the section-name table (empty when its offset is outside the table).
+    pub name: Vec<u8>,
+    /// `sh_type` ([`SHT_PROGBITS`] for data).
+    pub kind: u32,
+    /// `sh_offset`.
+    pub offset: u64,
+    /// `sh_size`, as stated (the caller bounds it by the file).
+    pub size: u64,
+}
+
+/// `sh_type` of a section that holds the program's data.
+pub const SHT_PROGBITS: u32 = 1;
+
+/// The section headers of the 64-bit little-endian ELF file `file` (`len` bytes), for the readers
+/// of literal strings (framework sonames, the CUDA tools' versions). Three bounded positional
+/// reads: the ELF header, the section table (at most 8192 entries of 64 bytes, inside the file),
+/// the section-name table (at most 1 MiB, inside the file). `None` for anything else (not
+/// ELF64 LE, no section table, one that is garbage): the callers then read the file whole,
+/// bounded. The loader never needs this ([`read`] goes by program headers, as `ld.so` does).
+pub fn sections(file: &File, len: u64) -> Option<Vec<Section>> {
+    let mut h = [0u8; 64];
+    file.read_exact_at(&mut h, 0).ok()?;
+    if &h[..SELFMAG] != ELFMAG || h[EI_CLASS] != ELFCLASS64 || h[EI_DATA] != 1 {
+        return None;
+    }
+    let shoff = le_u64(&h, 0x28)?;
+    let (entsize, num, strndx) = (le_u16(&h, 0x3a)?, le_u16(&h, 0x3c)?, le_u16(&h, 0x3e)?);
+    if entsize != 64 || num == 0 || num > 8192 || strndx >= num {
+        return None;
+    }
+    let table_len = u64::from(num) * 64;
+    if shoff.checked_add(table_len)? > len {
+        return None;
+    }
+    let mut table = vec![0u8; usize::try_from(table_len).ok()?];
+    file.read_exact_at(&mut table, shoff).ok()?;
+    let entry = |i: u16| table.get(usize::from(i) * 64..usize::from(i) * 64 + 64);
+    let names_entry = entry(strndx)?;
+    let (names_off, names_len) = (le_u64(names_entry, 0x18)?, le_u64(names_entry, 0x20)?);
+    if names_len > 1 << 20 || names_off.checked_add(names_len)? > len {
+        return None;
+    }
+    let mut names = vec![0u8; usize::try_from(names_len).ok()?];
+    file.read_exact_at(&mut names, names_off).ok()?;
+    (0..num)
+        .map(|i| {
+            let e = entry(i)?;
+            let at = usize::try_from(le_u32(e, 0)?).ok()?;
+            let name = names.get(at..).unwrap_or_default();
+            let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
+            Some(Section {
+                name: name.to_vec(),
+                kind: le_u32(e, 4)?,
+                offset: le_u64(e, 0x18)?,
+                size: le_u64(e, 0x20)?,
+            })
+        })
+        .collect()
+}
+
+fn le_u16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn le_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn le_u64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
 /// Symbol lookups the way `ld.so` does them: through the DT_GNU_HASH table (bloom filter,
 /// buckets, chains), reading only the symbol entries, names and DT_VERSYM entries a lookup
 /// lands on, never the whole `.dynsym`/`.dynstr` (`libtorch_cpu.so` has ~150k symbols and tens
@@ -1215,6 +1290,25 @@ mod tests {
         std::fs::write(t.path().join(name), bytes).unwrap();
         let root = Root::new(t.path());
         (t, root)
+    }
+
+    /// The section table of a real executable (this test binary): the sections every linker
+    /// writes, with their types, inside the file; a file that is not ELF64 has none.
+    #[test]
+    fn the_section_table_of_this_test_binary() {
+        let exe = std::env::current_exe().unwrap();
+        let file = File::open(&exe).unwrap();
+        let len = file.metadata().unwrap().len();
+        let all = sections(&file, len).unwrap();
+        let named = |n: &[u8]| all.iter().find(|s| s.name == n).unwrap();
+        assert_eq!(named(b".text").kind, SHT_PROGBITS);
+        assert_eq!(named(b".rodata").kind, SHT_PROGBITS);
+        assert_ne!(named(b".dynsym").kind, SHT_PROGBITS);
+        let r = named(b".rodata");
+        assert!(r.size > 0 && r.offset + r.size <= len);
+        let (_t, root) = root_with("short.so", b"\x7fELF\x02\x01");
+        let short = root.open(Path::new("/short.so")).unwrap();
+        assert_eq!(sections(&short, 6), None);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::ffi::OsString;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -290,7 +290,7 @@ fn verify(file: &File, machine: &Path) -> Result<(), RootError> {
     }
     Err(RootError::NotAFile {
         path: machine.to_path_buf(),
-        kind: kind_of(&md.file_type()),
+        kind: crate::root::file_kind(&md.file_type()),
     })
 }
 
@@ -299,20 +299,6 @@ fn open_slow(root: &Root, machine: &Path) -> Result<Option<File>, RootError> {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.is_not_found() => Ok(None),
         Err(e) => Err(e),
-    }
-}
-
-fn kind_of(ft: &fs::FileType) -> &'static str {
-    if ft.is_dir() {
-        "a directory"
-    } else if ft.is_fifo() {
-        "a FIFO"
-    } else if ft.is_socket() {
-        "a socket"
-    } else if ft.is_block_device() || ft.is_char_device() {
-        "a device"
-    } else {
-        "not a regular file"
     }
 }
 

@@ -74,50 +74,15 @@ impl Read for RangeReader<'_> {
 /// The (offset, size) of the read-only data sections of a 64-bit little-endian ELF file, when
 /// its section headers name any; `None` otherwise (scan it whole).
 fn rodata_ranges(file: &std::fs::File, len: u64) -> Option<Vec<(u64, u64)>> {
-    use std::os::unix::fs::FileExt;
-    let mut h = [0u8; 64];
-    file.read_exact_at(&mut h, 0).ok()?;
-    if &h[..4] != b"\x7fELF" || h[4] != 2 || h[5] != 1 {
-        return None;
-    }
-    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
-    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]));
-    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
-    let shoff = u64_at(&h, 0x28);
-    let (entsize, num, strndx) = (u16_at(&h, 0x3a), u16_at(&h, 0x3c), u16_at(&h, 0x3e));
-    if entsize != 64 || num == 0 || num > 8192 || strndx >= num {
-        return None;
-    }
-    let table_len = u64::from(num) * 64;
-    if shoff.checked_add(table_len)? > len {
-        return None;
-    }
-    let mut table = vec![0u8; usize::try_from(table_len).ok()?];
-    file.read_exact_at(&mut table, shoff).ok()?;
-    let sec = |i: usize| &table[i * 64..i * 64 + 64];
-    let names_sec = sec(usize::from(strndx));
-    let (names_off, names_len) = (u64_at(names_sec, 0x18), u64_at(names_sec, 0x20));
-    if names_len > 1 << 20 || names_off.checked_add(names_len)? > len {
-        return None;
-    }
-    let mut names = vec![0u8; usize::try_from(names_len).ok()?];
-    file.read_exact_at(&mut names, names_off).ok()?;
-    let mut out = Vec::new();
-    for i in 0..usize::from(num) {
-        let s = sec(i);
-        let name_at = usize::try_from(u32_at(s, 0)).ok()?;
-        let name = names.get(name_at..).unwrap_or_default();
-        let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
-        const SHT_PROGBITS: u32 = 1;
-        if u32_at(s, 4) == SHT_PROGBITS
-            && (name.starts_with(b".rodata") || name.starts_with(b".lrodata"))
-        {
-            let (off, size) = (u64_at(s, 0x18), u64_at(s, 0x20));
-            if off.checked_add(size).is_some_and(|e| e <= len) {
-                out.push((off, size));
-            }
-        }
-    }
+    let out: Vec<(u64, u64)> = crate::probe::libs::elf::sections(file, len)?
+        .into_iter()
+        .filter(|s| {
+            s.kind == crate::probe::libs::elf::SHT_PROGBITS
+                && (s.name.starts_with(b".rodata") || s.name.starts_with(b".lrodata"))
+                && s.offset.checked_add(s.size).is_some_and(|e| e <= len)
+        })
+        .map(|s| (s.offset, s.size))
+        .collect();
     (!out.is_empty()).then_some(out)
 }
 
