@@ -3,9 +3,10 @@
 
 use super::probe_args::ProbeArgs;
 use crate::diagnose::matcher::SymptomIndex;
-use crate::diagnose::{render, Report};
+use crate::diagnose::Report;
 use crate::exit::Exit;
 use crate::probe;
+use crate::report::diagnose as render;
 use crate::report::style::Style;
 use crate::report::{write_stdout, Format};
 use crate::rules::RuleSet;

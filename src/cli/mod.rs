@@ -837,7 +837,7 @@ fn explain(a: ExplainArgs) -> Result<Exit, Error> {
     let set = RuleSet::shipped_with(&a.rules)?;
     let r = set.get(&a.id).ok_or_else(|| unknown_rule(&set, &a.id))?;
     let lay = Layout::new(crate::report::layout::stdout_width(), None, None);
-    out(&lay.wrap_lines(&crate::rules::explain::render(r)))?;
+    out(&lay.wrap_lines(&crate::report::explain::render(r)))?;
     Ok(Exit::Success)
 }
 

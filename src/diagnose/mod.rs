@@ -8,15 +8,16 @@
 //! - [`confirm`]: a candidate rule against the facts → confirmed / plausible / ruled out
 //!   (three-valued: a missing or unorderable fact is never a contradiction);
 //! - [`explain`]: what the facts say about each recognised event no rule explains;
-//! - [`render`]: text, Markdown and JSON (`schema/diagnose.schema.json`);
-//! - [`cli`]: the two subcommands (`run` tees the command's output and diagnoses it on failure).
+//! - the report's text, Markdown and JSON (`schema/diagnose.schema.json`) are
+//!   [`crate::report::diagnose`]'s;
+//! - the two subcommands are [`crate::cli`]'s (`run` tees the command's output and diagnoses it
+//!   on failure).
 
 pub mod confirm;
 pub mod explain;
 pub mod logfacts;
 pub mod matcher;
 pub mod reader;
-pub mod render;
 pub mod supervise;
 
 use crate::rules::compile::Rule;

@@ -8,13 +8,15 @@
 //! ([`verdict`]), the summary of what envdoctor assumed ([`inventory`]), fixes to paste
 //! ([`fixes`]), `check` as text, JSON and Markdown ([`text`], [`json`], [`markdown`]),
 //! checkpoints in one line ([`checkpoints`]), `compare` ([`compare`]),
-//! `rules list` ([`rules`]), the bug-report document ([`envreport`]) and the progress line on
+//! `rules list` ([`rules`]), `explain ID` ([`explain`]), `diagnose` ([`diagnose`]), the bug-report document ([`envreport`]) and the progress line on
 //! stderr ([`progress`]).
 
 pub mod checkpoints;
 pub mod compare;
+pub mod diagnose;
 pub mod envreport;
 pub mod escape;
+pub mod explain;
 pub mod fixes;
 pub mod fleet_matrix;
 pub mod github;

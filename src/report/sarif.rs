@@ -107,7 +107,7 @@ pub fn log(rules: &[Rule], findings: &[Finding], snap: &Snapshot, project: Optio
 
 /// `tool.driver.rules[]`: a reportingDescriptor for one rule.
 fn descriptor(r: &Rule) -> Value {
-    let help = crate::rules::explain::render(r);
+    let help = super::explain::render(r);
     let mut d = json!({
         "id": r.id,
         "shortDescription": {"text": r.title},

@@ -10,7 +10,6 @@
 
 pub mod compile;
 pub mod eval;
-pub mod explain;
 pub mod lint;
 pub mod model;
 pub mod path;

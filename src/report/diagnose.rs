@@ -1,10 +1,10 @@
 //! The diagnose report as text (the top diagnosis in full, runners-up one line each, the matched
 //! log lines), Markdown, and JSON.
 
-use super::confirm::Verdict;
-use super::{Diagnosis, Report};
-use crate::report::layout::Layout;
-use crate::report::style::Style;
+use super::layout::Layout;
+use super::style::Style;
+use crate::diagnose::confirm::Verdict;
+use crate::diagnose::{Diagnosis, MatchedLine, Report};
 
 /// Pretty JSON with a trailing newline.
 pub fn json(r: &Report) -> String {
@@ -184,7 +184,7 @@ fn clip(s: &str, n: usize) -> String {
 }
 
 /// The log's own lines as a fenced block that no line of theirs can close.
-fn excerpt_md(matched: &[super::MatchedLine]) -> String {
+fn excerpt_md(matched: &[MatchedLine]) -> String {
     use crate::report::escape::{md_fence, one_line};
     let lines: Vec<String> = matched
         .iter()

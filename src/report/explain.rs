@@ -1,8 +1,8 @@
 //! `envdoctor explain ID`: a rule's documentation in fixed sections, as ruff and clippy print
 //! theirs (what it looks like, why it happens, what envdoctor checks, how to fix it, references).
 
-use super::compile::{CmpOp, Cond, Op, Operand, Quant, Rule};
-use super::template::display_value;
+use crate::rules::compile::{CmpOp, Cond, Op, Operand, Quant, Rule};
+use crate::rules::template::display_value;
 
 /// The explanation of one rule, as plain text.
 pub fn render(r: &Rule) -> String {
