@@ -189,6 +189,39 @@ pub struct Eval<'a, 'p> {
     out_of_time: bool,
 }
 
+impl<'a, 'p> Eval<'a, 'p> {
+    /// The evaluation of one rule on one subject, its variable bound (nothing bound for a
+    /// machine rule), and the subject's label; `stop_at`: the rule's budget.
+    fn on_subject(
+        root: &'a Value,
+        params: &'p BTreeMap<String, Value>,
+        index: &'p Index<'a>,
+        subject: Subject<'a>,
+        stop_at: Option<Instant>,
+    ) -> (Self, Option<String>) {
+        let mut ev = Eval {
+            root,
+            params,
+            index,
+            bindings: Vec::new(),
+            evidence: Vec::new(),
+            trace: None,
+            stop_at,
+            steps: 0,
+            out_of_time: stop_at.is_some_and(|t| Instant::now() >= t),
+        };
+        let label = subject.as_ref().map(|(_, _, l)| l.clone());
+        if let Some((name, value, label)) = subject {
+            ev.bindings.push(Binding {
+                name,
+                value,
+                label: BindLabel::Text(label),
+            });
+        }
+        (ev, label)
+    }
+}
+
 /// How many conditions are evaluated between two readings of the clock.
 const CLOCK_EVERY: u64 = 256;
 
@@ -234,25 +267,8 @@ pub fn looked_at<'a>(
 ) -> Vec<(Option<String>, Vec<Evidence>)> {
     let mut out = Vec::new();
     for subject in subjects_of(rule, root) {
-        let mut ev = Eval {
-            root,
-            params,
-            index,
-            bindings: Vec::new(),
-            evidence: Vec::new(),
-            trace: Some(Vec::new()),
-            stop_at: None,
-            steps: 0,
-            out_of_time: false,
-        };
-        let label = subject.as_ref().map(|(_, _, l)| l.clone());
-        if let Some((name, value, label)) = subject {
-            ev.bindings.push(Binding {
-                name,
-                value,
-                label: BindLabel::Text(label),
-            });
-        }
+        let (mut ev, label) = Eval::on_subject(root, params, index, subject, None);
+        ev.trace = Some(Vec::new());
         ev.cond(&rule.when);
         let mut facts = ev.trace.take().unwrap_or_default();
         dedup_keep_order(&mut facts);
@@ -284,27 +300,9 @@ pub fn run_rule_within<'a>(
     let mut hits = Vec::new();
     let subjects = subjects_of(rule, root);
     for subject in subjects {
-        let mut ev = Eval {
-            root,
-            params,
-            index,
-            bindings: Vec::new(),
-            evidence: Vec::new(),
-            trace: None,
-            stop_at,
-            steps: 0,
-            out_of_time: stop_at.is_some_and(|t| Instant::now() >= t),
-        };
+        let (mut ev, label) = Eval::on_subject(root, params, index, subject, stop_at);
         if ev.out_of_time {
             return (hits, true);
-        }
-        let label = subject.as_ref().map(|(_, _, l)| l.clone());
-        if let Some((name, value, label)) = subject {
-            ev.bindings.push(Binding {
-                name,
-                value,
-                label: BindLabel::Text(label),
-            });
         }
         let fired = ev.cond(&rule.when);
         if ev.out_of_time {

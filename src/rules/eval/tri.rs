@@ -70,25 +70,7 @@ pub fn judge<'a>(
     super::subjects_of(rule, root)
         .into_iter()
         .map(|subject: Subject<'a>| {
-            let mut ev = Eval {
-                root,
-                params,
-                index,
-                bindings: Vec::new(),
-                evidence: Vec::new(),
-                trace: None,
-                stop_at: None,
-                steps: 0,
-                out_of_time: false,
-            };
-            let label = subject.as_ref().map(|(_, _, l)| l.clone());
-            if let Some((name, value, label)) = subject {
-                ev.bindings.push(Binding {
-                    name,
-                    value,
-                    label: BindLabel::Text(label),
-                });
-            }
+            let (mut ev, label) = Eval::on_subject(root, params, index, subject, None);
             let (value, why) = ev.cond3(&rule.when);
             Judgement {
                 subject: label,
