@@ -24,6 +24,28 @@ pub enum Src {
 }
 
 impl Src {
+    /// A VCS checkout (`URL@REV` when the lock names the revision) or a local directory
+    /// (editable or not), as pdm and Pipfile locks spell them; `None` when it is neither.
+    pub fn checkout(
+        git: Option<&String>,
+        rev: Option<&String>,
+        path: Option<&String>,
+        editable: bool,
+    ) -> Option<Src> {
+        if let Some(g) = git {
+            return Some(Src::Git(match rev {
+                Some(r) => format!("{g}@{r}"),
+                None => g.clone(),
+            }));
+        }
+        let path = path?.clone();
+        Some(if editable {
+            Src::Editable(path)
+        } else {
+            Src::Path(path)
+        })
+    }
+
     /// For a person: `index https://…`, `url …`, `editable .`.
     pub fn describe(&self) -> Option<String> {
         Some(match self {
@@ -59,6 +81,26 @@ pub struct Entry {
     pub build: Option<String>,
     /// Only a constraint (`-c`): it bounds the version if installed, it does not ask for it.
     pub constraint: bool,
+}
+
+impl Entry {
+    /// The pin of one package table of a TOML lock (pdm, pylock, uv): its name normalised, its
+    /// version, on the line of the version (of the name when there is none).
+    pub fn pinned(
+        name: &toml::Spanned<String>,
+        version: Option<&toml::Spanned<String>>,
+        lines: &Lines,
+        source: Src,
+    ) -> Entry {
+        let at = version.map_or(name.span().start, |v| v.span().start);
+        Entry {
+            name: normalize(name.get_ref()),
+            version: version.map(|v| v.get_ref().clone()),
+            line: lines.of(at),
+            source,
+            ..Entry::default()
+        }
+    }
 }
 
 /// A requirement a project declares (or a lock records that it declared): its group (`""` for

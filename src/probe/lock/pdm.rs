@@ -4,7 +4,7 @@
 //! out); a package is kept when one of its groups is installed and its marker holds. Sources:
 //! `path`/`url`/`git` with `editable`, else the index.
 
-use super::model::{applies, line_of, normalize, toml_error, Entry, Locked, Src, Target};
+use super::model::{applies, line_of, toml_error, Entry, Locked, Src, Target};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -62,34 +62,24 @@ pub fn read(text: &str, target: &Target, prod: bool) -> Result<Locked, String> {
         }) {
             continue;
         }
-        let at = p
-            .version
-            .as_ref()
-            .map_or(p.name.span().start, |v| v.span().start);
-        out.entries.push(Entry {
-            name: normalize(p.name.get_ref()),
-            version: p.version.as_ref().map(|v| v.get_ref().clone()),
-            line: lines.of(at),
-            source: source(p),
-            ..Entry::default()
-        });
+        out.entries.push(Entry::pinned(
+            &p.name,
+            p.version.as_ref(),
+            &lines,
+            source(p),
+        ));
     }
     Ok(out)
 }
 
 fn source(p: &Package) -> Src {
-    if let Some(g) = &p.git {
-        return Src::Git(match &p.revision {
-            Some(r) => format!("{g}@{r}"),
-            None => g.clone(),
-        });
-    }
-    if let Some(path) = &p.path {
-        return if p.editable {
-            Src::Editable(path.clone())
-        } else {
-            Src::Path(path.clone())
-        };
+    if let Some(s) = Src::checkout(
+        p.git.as_ref(),
+        p.revision.as_ref(),
+        p.path.as_ref(),
+        p.editable,
+    ) {
+        return s;
     }
     if let Some(u) = &p.url {
         return Src::Url(u.clone());

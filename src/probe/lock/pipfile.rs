@@ -93,18 +93,13 @@ pub fn read(text: &str, target: &Target, dev: bool) -> Result<Locked, String> {
 }
 
 fn source(p: &Package, sources: &[Source]) -> Src {
-    if let Some(g) = &p.git {
-        return Src::Git(match &p.reference {
-            Some(r) => format!("{g}@{r}"),
-            None => g.clone(),
-        });
-    }
-    if let Some(path) = &p.path {
-        return if p.editable {
-            Src::Editable(path.clone())
-        } else {
-            Src::Path(path.clone())
-        };
+    if let Some(s) = Src::checkout(
+        p.git.as_ref(),
+        p.reference.as_ref(),
+        p.path.as_ref(),
+        p.editable,
+    ) {
+        return s;
     }
     if let Some(f) = &p.file {
         return Src::Url(f.clone());

@@ -4,7 +4,7 @@
 //! name `extras` or `dependency_groups` (PEP 751's additions) are evaluated with none selected
 //! but the lock's `default-groups`.
 
-use super::model::{applies, line_of, normalize, toml_error, Entry, Locked, Src, Target};
+use super::model::{applies, line_of, toml_error, Entry, Locked, Src, Target};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -58,17 +58,12 @@ pub fn read(text: &str, target: &Target) -> Result<Locked, String> {
         }) {
             continue;
         }
-        let at = p
-            .version
-            .as_ref()
-            .map_or(p.name.span().start, |v| v.span().start);
-        out.entries.push(Entry {
-            name: normalize(p.name.get_ref()),
-            version: p.version.as_ref().map(|v| v.get_ref().clone()),
-            line: lines.of(at),
-            source: source(p),
-            ..Entry::default()
-        });
+        out.entries.push(Entry::pinned(
+            &p.name,
+            p.version.as_ref(),
+            &lines,
+            source(p),
+        ));
     }
     Ok(out)
 }

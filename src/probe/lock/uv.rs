@@ -102,17 +102,8 @@ pub fn read(text: &str, target: &Target, groups: &Groups) -> Result<Locked, Stri
             Kind::Root { virtual_: false } => Src::Editable(".".into()),
             Kind::Other(s) => s,
         };
-        let line = p
-            .version
-            .as_ref()
-            .map_or(p.name.span().start, |v| v.span().start);
-        out.entries.push(Entry {
-            name: normalize(p.name.get_ref()),
-            version: p.version.as_ref().map(|v| v.get_ref().clone()),
-            line: lines.of(line),
-            source: src,
-            ..Entry::default()
-        });
+        out.entries
+            .push(Entry::pinned(&p.name, p.version.as_ref(), &lines, src));
     }
     out.recorded = recorded(pkgs, &roots);
     Ok(out)
