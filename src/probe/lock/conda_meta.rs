@@ -9,7 +9,7 @@
 
 use super::drift::Compared;
 use super::model::{Entry, Src};
-use crate::root::Root;
+use crate::root::{Root, RootError};
 use crate::snapshot::lock::{DriftKind, LockDrift};
 use crate::snapshot::python::Python;
 use serde::Deserialize;
@@ -17,9 +17,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Largest record read (a record lists every file of its package).
-const MAX_RECORD: u64 = 32 * 1024 * 1024;
+pub const MAX_RECORD: u64 = 32 * 1024 * 1024;
 /// Most record bytes read per environment.
-const MAX_BYTES: u64 = 256 * 1024 * 1024;
+pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// One installed conda package.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -42,39 +42,53 @@ pub fn prefix(root: &Root, py: &Python) -> Option<PathBuf> {
     root.is_dir(&p.join("conda-meta")).then_some(p)
 }
 
+/// Each record file of `prefix`'s `conda-meta/` (`*.json`, in name order) handed to `each` with
+/// its bytes or why they could not be read: each file read up to [`MAX_RECORD`] bytes, the walk
+/// stopped once more than [`MAX_BYTES`] were read. `Err`: the directory cannot be listed;
+/// `Ok(true)`: the walk was stopped there (the records left are not read). The lock comparison
+/// ([`records`]) and `python/owner.rs` both read conda-meta through it.
+pub fn each_record(
+    root: &Root,
+    prefix: &Path,
+    mut each: impl FnMut(&Path, Result<Vec<u8>, RootError>),
+) -> Result<bool, RootError> {
+    let mut files = root.read_dir(&prefix.join("conda-meta"))?;
+    files.retain(|f| f.extension().is_some_and(|e| e == "json"));
+    files.sort();
+    let mut spent = 0u64;
+    for f in files {
+        if spent > MAX_BYTES {
+            return Ok(true);
+        }
+        let read = root.read_limited(&f, MAX_RECORD);
+        if let Ok(b) = &read {
+            spent += b.len() as u64;
+        }
+        each(&f, read);
+    }
+    Ok(false)
+}
+
 /// The records of `prefix`'s `conda-meta/`; a record that cannot be read is a problem named
 /// with its file, and the others are kept.
 pub fn records(root: &Root, prefix: &Path) -> (Vec<Record>, Vec<String>) {
     let meta = prefix.join("conda-meta");
     let mut problems = Vec::new();
-    let mut files = match root.read_dir(&meta) {
-        Ok(f) => f,
-        Err(e) => return (Vec::new(), vec![format!("{}: {e}", meta.display())]),
-    };
-    files.retain(|f| f.extension().is_some_and(|e| e == "json"));
-    files.sort();
     let mut out = Vec::new();
-    let mut spent = 0u64;
-    for f in files {
-        if spent > MAX_BYTES {
-            problems.push(format!(
-                "{}: more conda records than envdoctor reads; the rest were not compared",
-                meta.display()
-            ));
-            break;
-        }
-        match root.read_limited(&f, MAX_RECORD) {
-            Ok(b) => {
-                spent += b.len() as u64;
-                match serde_json::from_slice::<Record>(&b) {
-                    Ok(r) => out.push(r),
-                    Err(e) => {
-                        problems.push(format!("{}: not a conda-meta record: {e}", f.display()))
-                    }
-                }
-            }
-            Err(e) => problems.push(e.to_string()),
-        }
+    let walk = each_record(root, prefix, |f, read| match read {
+        Ok(b) => match serde_json::from_slice::<Record>(&b) {
+            Ok(r) => out.push(r),
+            Err(e) => problems.push(format!("{}: not a conda-meta record: {e}", f.display())),
+        },
+        Err(e) => problems.push(e.to_string()),
+    });
+    match walk {
+        Err(e) => return (Vec::new(), vec![format!("{}: {e}", meta.display())]),
+        Ok(true) => problems.push(format!(
+            "{}: more conda records than envdoctor reads; the rest were not compared",
+            meta.display()
+        )),
+        Ok(false) => {}
     }
     (out, problems)
 }

@@ -10,21 +10,19 @@
 //! - `conda-files-missing`: the record's files are gone and no other installer's copy took their
 //!   place (a half-removed package).
 //!
-//! Only records that install a Python distribution are compared. Each record is read whole
-//! (bounded by [`MAX_RECORD`], and [`MAX_BYTES`] per environment); at most [`SAMPLE`] of its
-//! files are checked for existence.
+//! Only records that install a Python distribution are compared. Each record is read whole,
+//! through [`conda_meta::each_record`] (bounded by [`conda_meta::MAX_RECORD`], and
+//! [`conda_meta::MAX_BYTES`] per environment); at most [`SAMPLE`] of its files are checked for
+//! existence. The prefix and the channel's name are [`conda_meta`]'s too.
 
+use crate::probe::lock::conda_meta::{self, channel_name};
 use crate::root::Root;
 use crate::snapshot::extensions::OwnerConflict;
 use crate::snapshot::python::{Package, Python};
 use crate::snapshot::ProbeError;
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Largest record read.
-const MAX_RECORD: u64 = 32 * 1024 * 1024;
-/// Most record bytes read per environment.
-const MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// Files of a record checked for existence.
 const SAMPLE: usize = 16;
 
@@ -40,58 +38,39 @@ struct Record {
     files: Vec<String>,
 }
 
-/// The conda prefix of `py`, when it is a conda environment.
-fn prefix(root: &Root, py: &Python) -> Option<PathBuf> {
-    let p = PathBuf::from(py.prefix.as_deref()?);
-    root.is_dir(&p.join("conda-meta")).then_some(p)
-}
-
 /// The owner conflicts of `py` (empty for anything but a conda environment).
 pub fn conflicts(root: &Root, py: &Python, errors: &mut Vec<ProbeError>) -> Vec<OwnerConflict> {
-    let Some(prefix) = prefix(root, py) else {
+    let Some(prefix) = conda_meta::prefix(root, py) else {
         return Vec::new();
     };
-    let meta = prefix.join("conda-meta");
-    let Ok(mut files) = root.read_dir(&meta) else {
-        return Vec::new();
-    };
-    files.retain(|f| f.extension().is_some_and(|e| e == "json"));
-    files.sort();
     let mut out = Vec::new();
-    let mut spent = 0u64;
-    for f in files {
-        if spent > MAX_BYTES {
-            errors.push(ProbeError::at(
-                "extensions",
-                &meta,
-                "more conda records than envdoctor reads; the rest were not compared",
-            ));
-            break;
-        }
-        let bytes = match root.read_limited(&f, MAX_RECORD) {
+    let walk = conda_meta::each_record(root, &prefix, |f, read| {
+        let bytes = match read {
             Ok(b) => b,
             Err(e) => {
                 errors.push(ProbeError::from_root("extensions", &e));
-                continue;
+                return;
             }
         };
-        spent += bytes.len() as u64;
         // Most records install no Python distribution: skip them before parsing.
         if memchr::memmem::find(&bytes, b".dist-info/").is_none() {
-            continue;
+            return;
         }
-        let rec: Record = match serde_json::from_slice(&bytes) {
-            Ok(r) => r,
-            Err(e) => {
-                errors.push(ProbeError::at(
-                    "extensions",
-                    &f,
-                    format!("not a conda-meta record: {e}"),
-                ));
-                continue;
-            }
-        };
-        out.extend(compare(root, py, &prefix, &f, &rec));
+        match serde_json::from_slice::<Record>(&bytes) {
+            Ok(rec) => out.extend(compare(root, py, &prefix, f, &rec)),
+            Err(e) => errors.push(ProbeError::at(
+                "extensions",
+                f,
+                format!("not a conda-meta record: {e}"),
+            )),
+        }
+    });
+    if walk.is_ok_and(|stopped| stopped) {
+        errors.push(ProbeError::at(
+            "extensions",
+            prefix.join("conda-meta"),
+            "more conda records than envdoctor reads; the rest were not compared",
+        ));
     }
     out
 }
@@ -157,29 +136,9 @@ fn compare(
     })
 }
 
-/// `conda-forge` for `https://conda.anaconda.org/conda-forge/linux-64`.
-fn channel_name(c: &str) -> &str {
-    let c = c.trim_end_matches('/');
-    let c = c
-        .strip_suffix("/linux-64")
-        .or_else(|| c.strip_suffix("/noarch"))
-        .unwrap_or(c);
-    c.rsplit('/').next().unwrap_or(c)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn channel_names() {
-        assert_eq!(
-            channel_name("https://conda.anaconda.org/conda-forge/linux-64"),
-            "conda-forge"
-        );
-        assert_eq!(channel_name("pkgs/main"), "main");
-        assert_eq!(channel_name("conda-forge"), "conda-forge");
-    }
 
     #[test]
     fn the_dist_info_a_record_installs() {
