@@ -12,7 +12,7 @@
 
 use crate::common::cc;
 use crate::common::fw;
-use crate::common::machine::{self, Machine};
+use crate::common::machine::{self, dist, Machine};
 use crate::common::pypi;
 
 use serde_json::Value;
@@ -20,18 +20,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SITE: &str = "/venv/lib/python3.11/site-packages";
-
-/// A dist-info with METADATA (`requires` as Requires-Dist) and a RECORD of `files`.
-fn dist(m: &Machine, site: &str, name: &str, version: &str, requires: &[&str], files: &[&str]) {
-    let di = format!("{site}/{}-{version}.dist-info", name.replace('-', "_"));
-    let mut meta = format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n");
-    for r in requires {
-        meta.push_str(&format!("Requires-Dist: {r}\n"));
-    }
-    m.write(&format!("{di}/METADATA"), &meta);
-    let record: String = files.iter().map(|f| format!("{f},,\n")).collect();
-    m.write(&format!("{di}/RECORD"), &record);
-}
 
 fn python<'a>(report: &'a Value, path: &str) -> &'a Value {
     report["snapshot"]["pythons"]

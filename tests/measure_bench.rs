@@ -20,13 +20,13 @@
 //! `ENVDOCTOR_BENCH_BIN=/path/to/envdoctor` runs the same machines with another build (the
 //! "before" figures). With the default binary each outcome must match the recorded one.
 
+use crate::common::bench;
 use crate::common::cc;
-use crate::common::machine::Machine;
+use crate::common::machine::{dist, Machine};
 use crate::fake_nvml;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 /// A reporter's GPU as the fake NVML shows it: name, compute capability, driver, CUDA (x1000).
 #[derive(Clone, Copy)]
@@ -569,18 +569,6 @@ fn driver(
 }
 
 // ---- machine builders -------------------------------------------------------------------
-
-/// A distribution's dist-info: METADATA with `requires`, a RECORD listing `files`.
-fn dist(m: &Machine, site: &str, name: &str, version: &str, requires: &[&str], files: &[&str]) {
-    let di = format!("{site}/{}-{version}.dist-info", name.replace('-', "_"));
-    let mut meta = format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n");
-    for r in requires {
-        meta.push_str(&format!("Requires-Dist: {r}\n"));
-    }
-    m.write(&format!("{di}/METADATA"), &meta);
-    let record: String = files.iter().map(|f| format!("{f},,\n")).collect();
-    m.write(&format!("{di}/RECORD"), &record);
-}
 
 /// torch as the probes read it: its dist-info (with `requires`), `torch/version.py` (`cuda`
 /// None for a CPU build) and, for a CUDA build, `torch/lib/libtorch_python.so` carrying the
@@ -1453,47 +1441,17 @@ fn vllm_no_driver() -> Option<Machine> {
 /// is generous: on a loaded machine the NVML child must not be cut off, or the GPU facts a
 /// report needs would be missing for a reason that is not envdoctor's.
 fn check_with(bin: &Path, m: &Machine, gpu: Option<Gpu>) -> Value {
-    let mut cmd = Command::new(bin);
-    cmd.env_clear()
-        .args(["check", "--format", "json", "--deadline", "120", "--root"])
-        .arg(m.root());
-    for (k, v) in &m.env {
-        cmd.env(k, v);
-    }
-    if let Some(Gpu(name, cc, driver, cuda)) = gpu {
-        cmd.arg("--nvml-lib")
-            .arg(fake_nvml::library())
-            .env("FAKE_NVML_SCENARIO", "one-gpu")
-            .env("FAKE_NVML_GPU_NAME", name)
-            .env("FAKE_NVML_GPU_CC", cc)
-            .env("FAKE_NVML_DRIVER", driver)
-            .env("FAKE_NVML_CUDA", cuda);
-    }
-    let out = cmd.output().unwrap();
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)))
-}
-
-fn outcome(report: &Value, c: &Case) -> (&'static str, Vec<String>) {
-    let mut ids: Vec<String> = report["findings"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f["rule"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    ids.sort();
-    ids.dedup();
-    let any = |set: &[&str]| ids.iter().any(|i| set.contains(&i.as_str()));
-    let o = if any(c.cause) {
-        "hit"
-    } else if any(c.partial) {
-        "partial"
-    } else {
-        "miss"
-    };
-    (o, ids)
+    bench::check_json(bin, m, &["--deadline", "120"], |cmd| {
+        if let Some(Gpu(name, cc, driver, cuda)) = gpu {
+            cmd.arg("--nvml-lib")
+                .arg(fake_nvml::library())
+                .env("FAKE_NVML_SCENARIO", "one-gpu")
+                .env("FAKE_NVML_GPU_NAME", name)
+                .env("FAKE_NVML_GPU_CC", cc)
+                .env("FAKE_NVML_DRIVER", driver)
+                .env("FAKE_NVML_CUDA", cuda);
+        }
+    })
 }
 
 #[test]
@@ -1502,10 +1460,7 @@ fn public_reports_2024_2026() {
         eprintln!("skipped: no C compiler for the fake NVML and the rebuilt libraries");
         return;
     }
-    let other = std::env::var_os("ENVDOCTOR_BENCH_BIN").map(PathBuf::from);
-    let bin = other
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_envdoctor")));
+    let (bin, other) = bench::binary();
     let all = cases();
     assert_eq!(all.len(), 40);
     assert_eq!(all.iter().filter(|c| c.held_out).count(), 10);
@@ -1523,7 +1478,7 @@ fn public_reports_2024_2026() {
             continue;
         };
         let report = check_with(&bin, &m, c.gpu);
-        let (o, ids) = outcome(&report, c);
+        let (o, ids) = bench::outcome(&report, c.cause, c.partial);
         if only.is_some() {
             eprintln!("{:#}", report);
             if std::env::var_os("MEASURE_KEEP").is_some() {
@@ -1535,7 +1490,7 @@ fn public_reports_2024_2026() {
         let part = if c.held_out { "held-out" } else { "train" };
         eprintln!("{:<26} {part:<8} {o:<8} {}", c.id, ids.join(" "));
         *counts.entry((part, o)).or_insert(0) += 1;
-        if other.is_none() && o != c.expect {
+        if !other && o != c.expect {
             wrong.push(format!("{}: {o}, recorded {}", c.id, c.expect));
         }
     }

@@ -12,13 +12,12 @@
 //! "before" figure: the binary of the commit this work started from); the table is printed
 //! either way, and with the default binary each outcome must match the recorded one.
 
+use crate::common::bench;
 use crate::common::cc;
-use crate::common::machine::Machine;
+use crate::common::machine::{dist, Machine};
 use crate::common::pypi;
 
-use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 const SITE: &str = "/venv/lib/python3.11/site-packages";
 
@@ -52,17 +51,6 @@ const NUMPY_CAUSE: &[&str] = &[
     "numpy2-with-numpy1-build",
     "numpy2-with-numpy1-built-extension",
 ];
-
-fn dist(m: &Machine, site: &str, name: &str, version: &str, requires: &[&str], files: &[&str]) {
-    let di = format!("{site}/{}-{version}.dist-info", name.replace('-', "_"));
-    let mut meta = format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n");
-    for r in requires {
-        meta.push_str(&format!("Requires-Dist: {r}\n"));
-    }
-    m.write(&format!("{di}/METADATA"), &meta);
-    let record: String = files.iter().map(|f| format!("{f},,\n")).collect();
-    m.write(&format!("{di}/RECORD"), &record);
-}
 
 /// A venv with torch `torch` whose `torch/lib/libc10.so` does not define `symbol`, and
 /// `pkg` `version` (with `requires`) whose module `module` (site-relative) was linked against a
@@ -527,46 +515,9 @@ fn keops_jit_cache() -> Option<Machine> {
     Some(m)
 }
 
-/// `check --format json --no-load --root` with `bin`.
-fn check_with(bin: &Path, m: &Machine) -> Value {
-    let mut cmd = Command::new(bin);
-    cmd.env_clear()
-        .args(["check", "--format", "json", "--no-load", "--root"])
-        .arg(m.root());
-    for (k, v) in &m.env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)))
-}
-
-fn outcome(report: &Value, c: &Case) -> (&'static str, Vec<String>) {
-    let ids: Vec<String> = report["findings"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f["rule"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    let any = |set: &[&str]| ids.iter().any(|i| set.contains(&i.as_str()));
-    let o = if any(c.cause) {
-        "hit"
-    } else if any(c.partial) {
-        "partial"
-    } else {
-        "miss"
-    };
-    (o, ids)
-}
-
 #[test]
 fn mechanism_reports() {
-    let other = std::env::var_os("ENVDOCTOR_BENCH_BIN").map(PathBuf::from);
-    let bin = other
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_envdoctor")));
+    let (bin, other) = bench::binary();
     let mut counts = std::collections::BTreeMap::new();
     let mut wrong = Vec::new();
     for c in cases() {
@@ -574,13 +525,11 @@ fn mechanism_reports() {
             eprintln!("{:<24} skipped (no cc or no PyPI)", c.id);
             continue;
         };
-        let report = check_with(&bin, &m);
-        let (o, mut ids) = outcome(&report, &c);
-        ids.sort();
-        ids.dedup();
+        let report = bench::check_json(&bin, &m, &["--no-load"], |_| {});
+        let (o, ids) = bench::outcome(&report, c.cause, c.partial);
         eprintln!("{:<24} {:<8} {}", c.id, o, ids.join(" "));
         *counts.entry(o).or_insert(0) += 1;
-        if other.is_none() && o != c.expect {
+        if !other && o != c.expect {
             wrong.push(format!("{}: {o}, recorded {}", c.id, c.expect));
         }
     }

@@ -4,11 +4,13 @@
 //! a forged result line; and the real libcupti from NVIDIA's wheel.
 
 use crate::common::cc;
+use crate::common::procs::survivors;
 use crate::common::pypi;
 use crate::fake_nvml;
 
 use envdoctor::probe::libs::load::{self, Item};
-use std::path::Path;
+use envdoctor::snapshot::libs::LoadResult;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn exe() -> &'static Path {
@@ -20,6 +22,32 @@ fn item(f: &str, p: &Path) -> Item {
         family: Some(f.to_string()),
         path: p.to_path_buf(),
     }
+}
+
+/// `libcudnn.so.9` (its `cudnnGetVersion` says 9.1.0) built in `dir`, whose constructor runs
+/// `body` (C, with `unistd.h`, `stdio.h` and `sys/wait.h` included).
+fn cudnn_whose_constructor(dir: &Path, body: &str) -> PathBuf {
+    cc::Lib::new("libcudnn.so.9")
+        .c(&format!(
+            "#include <unistd.h>\n#include <stdio.h>\n#include <stddef.h>\n#include <sys/wait.h>\n\
+             size_t cudnnGetVersion(void) {{ return 90100; }}\n\
+             __attribute__((constructor)) static void spawn(void) {{\n{body}}}"
+        ))
+        .build(&dir.join("libcudnn.so.9"))
+}
+
+/// Load `lib` (of `family`) alone in the load child, 20 s for it and for the whole probe: its
+/// result and how long the probe took.
+fn load_alone(family: &str, lib: &Path) -> (LoadResult, Duration) {
+    let started = Instant::now();
+    let r = load::load_all(
+        exe(),
+        &[],
+        &[item(family, lib)],
+        Duration::from_secs(20),
+        started + Duration::from_secs(20),
+    );
+    (r[0].clone(), started.elapsed())
 }
 
 /// A library that loads fine but whose version function segfaults (as libcupti's did without a
@@ -69,19 +97,6 @@ fn a_crashing_or_hanging_version_call_is_version_unknown_not_a_load_crash() {
     assert_eq!(r[2].version.as_deref(), Some("12.4"));
 }
 
-/// Whether a process is alive (a zombie is not).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next());
-            state != Some("Z") && state != Some("X")
-        }
-        Err(_) => false,
-    }
-}
-
 /// A library whose constructor forks a child that sleeps forever (holding every pipe): the
 /// probe ends when the load child does, not at the deadline, and the forked process is killed.
 #[test]
@@ -91,37 +106,26 @@ fn a_library_that_forks_neither_stalls_the_probe_nor_leaves_an_orphan() {
     }
     let t = tempfile::tempdir().unwrap();
     let pidfile = t.path().join("forked.pid");
-    let forker = cc::Lib::new("libcudnn.so.9")
-        .c(&format!(
-            "#include <unistd.h>\n#include <stdio.h>\n#include <stddef.h>\n\
-             size_t cudnnGetVersion(void) {{ return 90100; }}\n\
-             __attribute__((constructor)) static void spawn(void) {{\n\
-               pid_t p = fork();\n\
-               if (p == 0) {{ for (;;) sleep(1000); }}\n\
-               FILE *f = fopen(\"{}\", \"w\"); fprintf(f, \"%d\", (int)p); fclose(f);\n\
-             }}",
+    let forker = cudnn_whose_constructor(
+        t.path(),
+        &format!(
+            "pid_t p = fork();\n\
+             if (p == 0) {{ for (;;) sleep(1000); }}\n\
+             FILE *f = fopen(\"{}\", \"w\"); fprintf(f, \"%d\", (int)p); fclose(f);\n",
             pidfile.display()
-        ))
-        .build(&t.path().join("libcudnn.so.9"));
-    let started = Instant::now();
-    let r = load::load_all(
-        exe(),
-        &[],
-        &[item("cudnn", &forker)],
-        Duration::from_secs(20),
-        started + Duration::from_secs(20),
+        ),
     );
-    let took = started.elapsed();
+    let (r, took) = load_alone("cudnn", &forker);
     eprintln!("load probe with a forking library took {took:?} (deadline 20 s)");
-    assert_eq!(r[0].status, "loaded", "{:?}", r[0]);
-    assert_eq!(r[0].version.as_deref(), Some("9.1.0"));
+    assert_eq!(r.status, "loaded", "{r:?}");
+    assert_eq!(r.version.as_deref(), Some("9.1.0"));
     assert!(took < Duration::from_secs(5), "waited {took:?}");
     let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
-    let until = Instant::now() + Duration::from_secs(2);
-    while alive(pid) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!alive(pid), "the forked process {pid} outlived the probe");
+    let left = survivors(&[pid], Duration::from_secs(2));
+    assert!(
+        left.is_empty(),
+        "the forked process {pid} outlived the probe"
+    );
 }
 
 /// The session a process belongs to (`/proc/PID/stat`'s sixth field).
@@ -129,18 +133,6 @@ fn session(pid: i32) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (_, rest) = stat.rsplit_once(')')?;
     rest.split_whitespace().nth(3)?.parse().ok()
-}
-
-/// Wait up to 3 s for every pid in `pids` to be gone; the ones still alive.
-fn survivors(pids: &[i32]) -> Vec<i32> {
-    let until = Instant::now() + Duration::from_secs(3);
-    loop {
-        let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
-        if left.is_empty() || Instant::now() >= until {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Kill what a failed test left behind (the test's own processes: their pids were written by
@@ -163,12 +155,10 @@ fn a_library_whose_children_call_setsid_leaves_no_orphan() {
     }
     let t = tempfile::tempdir().unwrap();
     let pidfile = t.path().join("escaped.pid");
-    let escaper = cc::Lib::new("libcudnn.so.9")
-        .c(&format!(
-            "#include <unistd.h>\n#include <stdio.h>\n#include <stddef.h>\n#include <sys/wait.h>\n\
-             size_t cudnnGetVersion(void) {{ return 90100; }}\n\
-             __attribute__((constructor)) static void spawn(void) {{\n\
-               int fds[2]; if (pipe(fds) != 0) return;\n\
+    let escaper = cudnn_whose_constructor(
+        t.path(),
+        &format!(
+            "int fds[2]; if (pipe(fds) != 0) return;\n\
                pid_t child = fork();\n\
                if (child == 0) {{ setsid(); for (;;) sleep(1000); }}\n\
                pid_t middle = fork();\n\
@@ -180,20 +170,11 @@ fn a_library_whose_children_call_setsid_leaves_no_orphan() {
                }}\n\
                pid_t daemon = 0; if (read(fds[0], &daemon, sizeof daemon) != sizeof daemon) daemon = 0;\n\
                waitpid(middle, NULL, 0);\n\
-               FILE *f = fopen(\"{}\", \"w\"); fprintf(f, \"%d %d\", (int)child, (int)daemon); fclose(f);\n\
-             }}",
+               FILE *f = fopen(\"{}\", \"w\"); fprintf(f, \"%d %d\", (int)child, (int)daemon); fclose(f);\n",
             pidfile.display()
-        ))
-        .build(&t.path().join("libcudnn.so.9"));
-    let started = Instant::now();
-    let r = load::load_all(
-        exe(),
-        &[],
-        &[item("cudnn", &escaper)],
-        Duration::from_secs(20),
-        started + Duration::from_secs(20),
+        ),
     );
-    let took = started.elapsed();
+    let (r, took) = load_alone("cudnn", &escaper);
     let text = std::fs::read_to_string(&pidfile).unwrap();
     let pids: Vec<i32> = text
         .split_whitespace()
@@ -201,7 +182,7 @@ fn a_library_whose_children_call_setsid_leaves_no_orphan() {
         .collect();
     assert_eq!(pids.len(), 2, "{text}");
     assert!(pids.iter().all(|p| *p > 0), "{text}");
-    let left = survivors(&pids);
+    let left = survivors(&pids, Duration::from_secs(3));
     let sessions: Vec<Option<i32>> = left.iter().map(|p| session(*p)).collect();
     kill_all(&left);
     eprintln!("load probe with setsid children took {took:?}");
@@ -210,8 +191,8 @@ fn a_library_whose_children_call_setsid_leaves_no_orphan() {
         "processes {left:?} (sessions {sessions:?}, ours {:?}) outlived the probe",
         session(std::process::id() as i32)
     );
-    assert_eq!(r[0].status, "loaded", "{:?}", r[0]);
-    assert_eq!(r[0].version.as_deref(), Some("9.1.0"));
+    assert_eq!(r.status, "loaded", "{r:?}");
+    assert_eq!(r.version.as_deref(), Some("9.1.0"));
     assert!(took < Duration::from_secs(5), "waited {took:?}");
 }
 
@@ -236,19 +217,13 @@ fn a_crash_after_a_setsid_fork_is_still_the_librarys_crash() {
             pidfile.display()
         ))
         .build(&t.path().join("libnccl.so.2"));
-    let r = load::load_all(
-        exe(),
-        &[],
-        &[item("nccl", &lib)],
-        Duration::from_secs(20),
-        Instant::now() + Duration::from_secs(20),
-    );
+    let (r, _) = load_alone("nccl", &lib);
     let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
-    let left = survivors(&[pid]);
+    let left = survivors(&[pid], Duration::from_secs(3));
     kill_all(&left);
     assert!(left.is_empty(), "the setsid child {pid} outlived the probe");
-    assert_eq!(r[0].status, "crashed", "{:?}", r[0]);
-    assert_eq!(r[0].signal.as_deref(), Some("SIGSEGV"), "{:?}", r[0]);
+    assert_eq!(r.status, "crashed", "{r:?}");
+    assert_eq!(r.signal.as_deref(), Some("SIGSEGV"), "{r:?}");
 }
 
 /// Libraries that write to stdout: one floods it without a newline (the parent buffered all of
@@ -426,12 +401,9 @@ fn a_forking_noisy_nvml_keeps_its_facts_and_leaves_no_orphan() {
     eprintln!("snapshot with a forking NVML took {took:?} (deadline 20 s)");
     assert!(took < Duration::from_secs(15), "waited {took:?}");
     let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
-    let until = Instant::now() + Duration::from_secs(2);
-    while alive(pid) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let left = survivors(&[pid], Duration::from_secs(2));
     assert!(
-        !alive(pid),
+        left.is_empty(),
         "NVML's forked process {pid} outlived envdoctor"
     );
 }
@@ -463,7 +435,7 @@ fn an_nvml_whose_children_call_setsid_leaves_no_orphan() {
         .collect();
     assert_eq!(pids.len(), 2, "{text}");
     assert!(pids.iter().all(|p| *p > 0), "{text}");
-    let left = survivors(&pids);
+    let left = survivors(&pids, Duration::from_secs(3));
     kill_all(&left);
     assert!(
         left.is_empty(),

@@ -3,11 +3,12 @@
 //! pseudo-terminal made here, and a child that dies of SIGSEGV.
 
 use crate::common::cli;
+use crate::common::procs::{alive, survivors};
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// `envdoctor run --no-load --root EMPTY -- ARGS` (a quick diagnosis on failure).
@@ -44,19 +45,18 @@ fn wait_timeout(c: &mut Child, limit: Duration) -> Option<ExitStatus> {
     }
 }
 
-fn signal(c: &Child, sig: i32) {
-    assert_eq!(unsafe { libc::kill(c.id() as i32, sig) }, 0);
+/// All that `out` gives until its end, read on a thread (the test goes on meanwhile).
+fn read_all_later(mut out: ChildStdout) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        // A read error ends the text there: what was read is what the job printed.
+        let _ = out.read_to_string(&mut s);
+        s
+    })
 }
 
-fn alive(pid: i32) -> bool {
-    // A zombie is gone for this purpose: /proc says whether it still runs.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
+fn signal(c: &Child, sig: i32) {
+    assert_eq!(unsafe { libc::kill(c.id() as i32, sig) }, 0);
 }
 
 /// A training loop that prints a step every 0.1 s and, on `sig`, prints "saving", writes its
@@ -87,12 +87,7 @@ fn sigterm_sigint_and_sighup_reach_the_job_and_its_handler_saves() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut out = c.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        });
+        let reader = read_all_later(c.stdout.take().unwrap());
         wait_for(&d.path().join("ready"), "the job's start");
         std::thread::sleep(Duration::from_millis(300));
         let n = match sig {
@@ -134,11 +129,8 @@ fn a_quiet_job_that_dies_of_sigterm_is_not_orphaned_and_run_dies_the_same_way() 
     signal(&c, libc::SIGTERM);
     let status = wait_timeout(&mut c, Duration::from_secs(60)).expect("run ended");
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
-    let t = Instant::now();
-    while alive(pid) && t.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(!alive(pid), "the job (pid {pid}) outlived run");
+    let left = survivors(&[pid], Duration::from_secs(10));
+    assert!(left.is_empty(), "the job (pid {pid}) outlived run");
 }
 
 #[test]
@@ -352,12 +344,7 @@ fn a_setsid_worker_gets_no_forwarded_signal_and_its_launcher_stops_it() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut out = c.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
+    let reader = read_all_later(c.stdout.take().unwrap());
     wait_for(&d.path().join("ready"), "the launcher's start");
     wait_for(&d.path().join("worker-sid"), "the worker's start");
     let sid = std::fs::read_to_string(d.path().join("worker-sid")).unwrap();

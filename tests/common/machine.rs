@@ -14,6 +14,19 @@ pub fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
+/// A distribution's dist-info under `site`: METADATA (`requires` as Requires-Dist) and a RECORD
+/// listing `files`.
+pub fn dist(m: &Machine, site: &str, name: &str, version: &str, requires: &[&str], files: &[&str]) {
+    let di = format!("{site}/{}-{version}.dist-info", name.replace('-', "_"));
+    let mut meta = format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n");
+    for r in requires {
+        meta.push_str(&format!("Requires-Dist: {r}\n"));
+    }
+    m.write(&format!("{di}/METADATA"), &meta);
+    let record: String = files.iter().map(|f| format!("{f},,\n")).collect();
+    m.write(&format!("{di}/RECORD"), &record);
+}
+
 /// A fake machine: a directory that plays `/`, and the environment envdoctor runs with.
 pub struct Machine {
     pub dir: tempfile::TempDir,
