@@ -125,48 +125,37 @@ pub fn looked_at(
     rules: usize,
     cx: &Context,
 ) -> String {
-    super::written(|s| looked_at_into(s, all, rules, cx))
-}
-
-fn looked_at_into(
-    s: &mut String,
-    all: &[(
-        &crate::rules::Rule,
-        Option<String>,
-        Vec<crate::rules::eval::Evidence>,
-    )],
-    rules: usize,
-    cx: &Context,
-) -> fmt::Result {
-    let (lay, st) = (&cx.lay, &cx.st);
-    let mut fired: Vec<&str> = all.iter().map(|(r, _, _)| r.id.as_str()).collect();
-    fired.dedup();
-    let head = format!(
-        "Facts looked at by the rules that fired ({} of {rules} rules)",
-        fired.len()
-    );
-    writeln!(s, "{}", st.bold(&head))?;
-    let room = lay
-        .width
-        .map_or(usize::MAX, |w| w.saturating_sub(6).max(20));
-    for (rule, subject, facts) in all {
-        let head = match subject {
-            Some(subject) => format!("{} for {}", rule.id, lay.paths_in(subject)),
-            None => rule.id.clone(),
-        };
-        for l in lay.wrap("  ", "    ", &head) {
-            writeln!(s, "{l}")?;
-        }
-        for f in facts.iter().filter(|f| shown_evidence(&f.value)) {
-            let v = elide_middle(&display_value(&f.value), 120);
-            let label = lay.paths_in(&f.path);
-            let text = format!("{} = {v}", label_lines(&label, room).join(" "));
-            for l in lay.wrap("    ", "      ", &text) {
+    super::written(|s| {
+        let (lay, st) = (&cx.lay, &cx.st);
+        let mut fired: Vec<&str> = all.iter().map(|(r, _, _)| r.id.as_str()).collect();
+        fired.dedup();
+        let head = format!(
+            "Facts looked at by the rules that fired ({} of {rules} rules)",
+            fired.len()
+        );
+        writeln!(s, "{}", st.bold(&head))?;
+        let room = lay
+            .width
+            .map_or(usize::MAX, |w| w.saturating_sub(6).max(20));
+        for (rule, subject, facts) in all {
+            let head = match subject {
+                Some(subject) => format!("{} for {}", rule.id, lay.paths_in(subject)),
+                None => rule.id.clone(),
+            };
+            for l in lay.wrap("  ", "    ", &head) {
                 writeln!(s, "{l}")?;
             }
+            for f in facts.iter().filter(|f| shown_evidence(&f.value)) {
+                let v = elide_middle(&display_value(&f.value), 120);
+                let label = lay.paths_in(&f.path);
+                let text = format!("{} = {v}", label_lines(&label, room).join(" "));
+                for l in lay.wrap("    ", "      ", &text) {
+                    writeln!(s, "{l}")?;
+                }
+            }
         }
-    }
-    writeln!(s)
+        writeln!(s)
+    })
 }
 
 /// `label` cut after `].` so that each piece fits `room` columns (a piece with no such place

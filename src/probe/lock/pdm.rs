@@ -73,18 +73,15 @@ pub fn read(text: &str, target: &Target, prod: bool) -> Result<Locked, String> {
 }
 
 fn source(p: &Package) -> Src {
-    if let Some(s) = Src::checkout(
+    let checkout = Src::checkout(
         p.git.as_ref(),
         p.revision.as_ref(),
         p.path.as_ref(),
         p.editable,
-    ) {
-        return s;
-    }
-    if let Some(u) = &p.url {
-        return Src::Url(u.clone());
-    }
-    Src::Index(None)
+    );
+    checkout
+        .or_else(|| p.url.clone().map(Src::Url))
+        .unwrap_or(Src::Index(None))
 }
 
 #[cfg(test)]
