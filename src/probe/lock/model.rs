@@ -163,6 +163,37 @@ pub struct Locked {
     pub warnings: Vec<String>,
 }
 
+impl Locked {
+    /// Add the pin of one package table of a TOML lock (pdm, pylock) when its marker `holds`;
+    /// a marker that cannot be read leaves the package out with a warning on the name's line
+    /// (see [`applies`]).
+    pub fn pin_where(
+        &mut self,
+        holds: Result<bool, String>,
+        lines: &Lines,
+        name: &toml::Spanned<String>,
+        version: Option<&toml::Spanned<String>>,
+        source: impl FnOnce() -> Src,
+    ) {
+        if applies(holds, &mut self.warnings, || {
+            format!("line {}: ", lines.of(name.span().start))
+        }) {
+            self.entries
+                .push(Entry::pinned(name, version, lines, source()));
+        }
+    }
+
+    /// `name version` of each pin (`absent` for no version), in order: what the readers'
+    /// tests compare.
+    #[cfg(test)]
+    pub fn pins(&self, absent: &str) -> Vec<String> {
+        self.entries
+            .iter()
+            .map(|e| format!("{} {}", e.name, e.version.as_deref().unwrap_or(absent)))
+            .collect()
+    }
+}
+
 /// The interpreter a lock is read for.
 #[derive(Clone, Debug)]
 pub struct Target {
@@ -238,7 +269,6 @@ impl Target {
     }
 }
 
-/// PEP 503 normalisation: lower case, runs of `-`, `_`, `.` as one `-`.
 /// A marker's verdict as the readers keep it: whether the package applies. A marker that cannot
 /// be read does not hold, and is a warning: `prefix()` (where in the lock) followed by why.
 pub fn applies(

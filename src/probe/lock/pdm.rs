@@ -4,7 +4,7 @@
 //! out); a package is kept when one of its groups is installed and its marker holds. Sources:
 //! `path`/`url`/`git` with `editable`, else the index.
 
-use super::model::{applies, line_of, toml_error, Entry, Locked, Src, Target};
+use super::model::{toml_error, Locked, Src, Target};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -57,17 +57,7 @@ pub fn read(text: &str, target: &Target, prod: bool) -> Result<Locked, String> {
             continue;
         }
         let holds = target.holds(p.marker.as_deref().unwrap_or(""));
-        if !applies(holds, &mut out.warnings, || {
-            format!("line {}: ", line_of(text, p.name.span().start))
-        }) {
-            continue;
-        }
-        out.entries.push(Entry::pinned(
-            &p.name,
-            p.version.as_ref(),
-            &lines,
-            source(p),
-        ));
+        out.pin_where(holds, &lines, &p.name, p.version.as_ref(), || source(p));
     }
     Ok(out)
 }
@@ -94,11 +84,7 @@ mod tests {
     fn the_real_lock_groups_and_markers() {
         let t = Target::linux(Some("3.11.7"), "x86_64");
         let l = read(FIXTURE, &t, false).unwrap();
-        let got: Vec<String> = l
-            .entries
-            .iter()
-            .map(|e| format!("{} {}", e.name, e.version.as_deref().unwrap_or("-")))
-            .collect();
+        let got = l.pins("-");
         assert_eq!(
             got,
             [

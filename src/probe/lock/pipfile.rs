@@ -138,11 +138,7 @@ mod tests {
     fn the_real_lock_default_and_develop() {
         let t = Target::linux(Some("3.11.7"), "x86_64");
         let l = read(FIXTURE, &t, false).unwrap();
-        let got: Vec<String> = l
-            .entries
-            .iter()
-            .map(|e| format!("{} {}", e.name, e.version.as_deref().unwrap_or("-")))
-            .collect();
+        let got = l.pins("-");
         assert_eq!(got, ["packaging 26.4", "six 1.17.0", "urllib3 2.8.0"]);
         let six = &l.entries[1];
         assert_eq!(

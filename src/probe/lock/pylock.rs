@@ -4,7 +4,7 @@
 //! name `extras` or `dependency_groups` (PEP 751's additions) are evaluated with none selected
 //! but the lock's `default-groups`.
 
-use super::model::{applies, line_of, toml_error, Entry, Locked, Src, Target};
+use super::model::{toml_error, Locked, Src, Target};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -53,17 +53,7 @@ pub fn read(text: &str, target: &Target) -> Result<Locked, String> {
         } else {
             target.holds(marker)
         };
-        if !applies(holds, &mut out.warnings, || {
-            format!("line {}: ", line_of(text, p.name.span().start))
-        }) {
-            continue;
-        }
-        out.entries.push(Entry::pinned(
-            &p.name,
-            p.version.as_ref(),
-            &lines,
-            source(p),
-        ));
+        out.pin_where(holds, &lines, &p.name, p.version.as_ref(), || source(p));
     }
     Ok(out)
 }
@@ -100,11 +90,7 @@ mod tests {
     #[test]
     fn the_real_export_selects_by_marker() {
         let l = read(FIXTURE, &Target::linux(Some("3.11.7"), "x86_64")).unwrap();
-        let got: Vec<String> = l
-            .entries
-            .iter()
-            .map(|e| format!("{} {}", e.name, e.version.as_deref().unwrap_or("-")))
-            .collect();
+        let got = l.pins("-");
         assert_eq!(
             got,
             [

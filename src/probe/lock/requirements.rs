@@ -278,11 +278,7 @@ mod tests {
             &mut no_include,
         );
         assert!(l.warnings.is_empty(), "{:?}", l.warnings);
-        let got: Vec<String> = l
-            .entries
-            .iter()
-            .map(|e| format!("{} {}", e.name, e.version.as_deref().unwrap_or("-")))
-            .collect();
+        let got = l.pins("-");
         assert_eq!(got, ["packaging 26.4", "six 1.17.0", "urllib3 2.8.0"]);
         let six = &l.entries[1];
         assert!(text

@@ -250,13 +250,6 @@ mod tests {
 
     const FIXTURE: &str = include_str!("../../../fixtures/locks/uv/uv.lock");
 
-    fn names(l: &Locked) -> Vec<String> {
-        l.entries
-            .iter()
-            .map(|e| format!("{} {}", e.name, e.version.as_deref().unwrap_or("?")))
-            .collect()
-    }
-
     #[test]
     fn the_real_lock_narrows_to_the_interpreter() {
         let l = read(
@@ -267,7 +260,7 @@ mod tests {
         .unwrap();
         assert!(l.warnings.is_empty(), "{:?}", l.warnings);
         assert_eq!(
-            names(&l),
+            l.pins("?"),
             [
                 "demo 0.1.0",
                 "iniconfig 2.3.1",
@@ -293,7 +286,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            names(&old),
+            old.pins("?"),
             [
                 "demo 0.1.0",
                 "packaging 26.3",
