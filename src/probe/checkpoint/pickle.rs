@@ -135,19 +135,7 @@ pub fn scan(buf: &[u8]) -> Result<Scan, String> {
 /// Scan one pickle up to its STOP opcode, or until it ends early (truncated, not a pickle, or
 /// past `deadline`): what was found up to there, and why it stopped early.
 pub fn scan_with(buf: &[u8], deadline: Option<Instant>) -> (Scan, Option<String>) {
-    let mut s = Scanner {
-        buf,
-        pos: 0,
-        stack: Vec::new(),
-        memo: HashMap::new(),
-        memo_next: 0,
-        out: Scan::default(),
-        wrapper: None,
-        dtype_global: false,
-        dtype_code: None,
-        deadline,
-        depth: 0,
-    };
+    let mut s = Scanner::new(buf, deadline, 0);
     let stop = s.run().err();
     (s.out, stop)
 }
@@ -172,6 +160,23 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
+    /// A scan of `buf` from its start, `depth` pickles deep (0: the file's own).
+    fn new(buf: &'a [u8], deadline: Option<Instant>, depth: u8) -> Scanner<'a> {
+        Scanner {
+            buf,
+            pos: 0,
+            stack: Vec::new(),
+            memo: HashMap::new(),
+            memo_next: 0,
+            out: Scan::default(),
+            wrapper: None,
+            dtype_global: false,
+            dtype_code: None,
+            deadline,
+            depth,
+        }
+    }
+
     /// Walk opcodes up to STOP.
     fn run(&mut self) -> Result<(), String> {
         let mut count = 0u32;
@@ -317,19 +322,7 @@ impl<'a> Scanner<'a> {
             if self.depth >= 4 {
                 return Err("joblib object arrays nested too deep".into());
             }
-            let mut inner = Scanner {
-                buf: &self.buf[self.pos..],
-                pos: 0,
-                stack: Vec::new(),
-                memo: HashMap::new(),
-                memo_next: 0,
-                out: Scan::default(),
-                wrapper: None,
-                dtype_global: false,
-                dtype_code: None,
-                deadline: self.deadline,
-                depth: self.depth + 1,
-            };
+            let mut inner = Scanner::new(&self.buf[self.pos..], self.deadline, self.depth + 1);
             let r = inner.run();
             self.pos += inner.pos;
             self.out.globals.append(&mut inner.out.globals);
