@@ -19,12 +19,17 @@ use crate::snapshot::libs::ElfFacts;
 use goblin::container::{Container, Ctx, Endian};
 use goblin::elf::header::{Header, EI_CLASS, EI_DATA, ELFCLASS32, ELFCLASS64, ELFMAG, SELFMAG};
 use goblin::elf::program_header::{ProgramHeader, PT_DYNAMIC, PT_INTERP, PT_LOAD};
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Largest dynamic string table read (libtorch_cpu's is a few MB).
 pub const MAX_STRTAB: u64 = 64 * 1024 * 1024;
+/// The string table page read for the facts alone.
+const STRTAB_PAGE: u64 = 4096;
+/// The string table page read with the symbols (their names fill the table).
+const SYMBOL_STRTAB_PAGE: u64 = 256 * 1024;
 /// Largest dynamic segment read.
 const MAX_DYNAMIC: u64 = 1024 * 1024;
 /// Most version entries walked per table (a guard against cyclic `vn_next` chains).
@@ -491,15 +496,15 @@ fn read_from(
         le,
         is64,
     };
-    let Some(strtab) = read_strtab(r, &d)? else {
+    // The facts name a few strings: small pages. Every (undefined) symbol's name: large ones.
+    let page = match want_symbols {
+        Symbols::None => STRTAB_PAGE,
+        Symbols::All | Symbols::Undefined => SYMBOL_STRTAB_PAGE,
+    };
+    let Some(strtab) = read_strtab(r, &d, page)? else {
         return Ok((info, None));
     };
-    let string = |idx: u64| -> Result<String, ElfError> {
-        usize::try_from(idx)
-            .ok()
-            .and_then(|i| cstr(&strtab, i))
-            .ok_or_else(|| r.malformed(format!("string offset {idx} outside the string table")))
-    };
+    let string = |idx: u64| strtab.string(idx);
     read_dynamic_strings(&mut info, &d, &string)?;
     let index = read_versions(r, &d, &string, &mut info)?;
     if want_symbols == Symbols::None {
@@ -629,9 +634,67 @@ impl Dynamic<'_> {
     }
 }
 
-/// The dynamic string table (at most [`MAX_STRTAB`] bytes); `None` when there is none and no
-/// entry names a string.
-fn read_strtab(r: &Reader<'_>, d: &Dynamic<'_>) -> Result<Option<Vec<u8>>, ElfError> {
+/// The dynamic string table (at most [`MAX_STRTAB`] bytes), read in pages as strings are asked
+/// for: the facts name a few dozen strings of a table that holds every symbol name (tens of MB
+/// in `libtorch_cuda.so`), so reading it whole cost most of the libs probe's time.
+struct StrTab<'r, 'p> {
+    r: &'r Reader<'p>,
+    off: u64,
+    size: u64,
+    page: u64,
+    pages: std::cell::RefCell<HashMap<u64, std::rc::Rc<Vec<u8>>>>,
+}
+
+impl StrTab<'_, '_> {
+    /// The table's bytes from page `n` (the last page is short).
+    fn page(&self, n: u64) -> Result<std::rc::Rc<Vec<u8>>, ElfError> {
+        if let Some(p) = self.pages.borrow().get(&n) {
+            return Ok(p.clone());
+        }
+        let start = n * self.page;
+        let len = self.page.min(self.size - start);
+        let bytes = std::rc::Rc::new(self.r.bytes(
+            self.off + start,
+            len,
+            "the dynamic string table",
+        )?);
+        self.pages.borrow_mut().insert(n, bytes.clone());
+        Ok(bytes)
+    }
+
+    /// The NUL-terminated string at `idx` (lossy UTF-8; the table's end also ends it).
+    fn string(&self, idx: u64) -> Result<String, ElfError> {
+        if idx > self.size {
+            return Err(self
+                .r
+                .malformed(format!("string offset {idx} outside the string table")));
+        }
+        let mut out = Vec::new();
+        let mut at = idx;
+        while at < self.size {
+            let n = at / self.page;
+            let page = self.page(n)?;
+            let rest = page
+                .get((at - n * self.page) as usize..)
+                .unwrap_or_default();
+            if let Some(end) = rest.iter().position(|c| *c == 0) {
+                out.extend_from_slice(&rest[..end]);
+                break;
+            }
+            out.extend_from_slice(rest);
+            at = (n + 1) * self.page;
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+}
+
+/// The dynamic string table of `d`, read in pages of `page` bytes; `None` when there is none
+/// and no entry names a string.
+fn read_strtab<'r, 'p>(
+    r: &'r Reader<'p>,
+    d: &Dynamic<'_>,
+    page: u64,
+) -> Result<Option<StrTab<'r, 'p>>, ElfError> {
     let Some(strtab_addr) = d.get(DT_STRTAB) else {
         if d.entries.iter().any(|(t, _)| {
             matches!(
@@ -646,13 +709,18 @@ fn read_strtab(r: &Reader<'_>, d: &Dynamic<'_>) -> Result<Option<Vec<u8>>, ElfEr
     let strtab_off = d
         .to_off(strtab_addr)
         .ok_or_else(|| r.malformed("DT_STRTAB lies outside every loadable segment"))?;
-    let strsz = d
+    let size = d
         .get(DT_STRSZ)
         .unwrap_or(0)
         .min(MAX_STRTAB)
         .min(r.len.saturating_sub(strtab_off));
-    r.bytes(strtab_off, strsz, "the dynamic string table")
-        .map(Some)
+    Ok(Some(StrTab {
+        r,
+        off: strtab_off,
+        size,
+        page: page.max(1),
+        pages: Default::default(),
+    }))
 }
 
 /// DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH and DT_FLAGS_1 into `info`.
