@@ -19,6 +19,7 @@ pub mod lock;
 pub mod pool;
 pub mod python;
 pub mod reaper;
+pub mod record;
 pub mod serialized;
 pub mod tools;
 
@@ -93,6 +94,8 @@ pub struct Context {
     pub earlier: Arc<Snapshot>,
     /// When this probe must be done (children it starts must be killed by then).
     pub deadline: Instant,
+    /// The distributions' `RECORD`s, read once per run for every probe.
+    pub records: Arc<record::Records>,
 }
 
 impl Context {
@@ -199,6 +202,7 @@ pub fn collect_with(probes: Vec<Probe>, opts: Options) -> Snapshot {
         .into_iter()
         .filter(|p| opts.only.is_empty() || opts.only.iter().any(|o| o == p.name))
         .collect();
+    let records = Arc::new(record::Records::default());
     for stage in [1u8, 2] {
         let batch: Vec<&Probe> = probes.iter().filter(|p| p.stage == stage).collect();
         if batch.is_empty() {
@@ -208,7 +212,7 @@ pub fn collect_with(probes: Vec<Probe>, opts: Options) -> Snapshot {
         // The facts so far are lent to the probes, not copied (a machine with hundreds of venvs
         // makes a snapshot of hundreds of megabytes); results are applied once they are back.
         let earlier = Arc::new(std::mem::take(&mut snap));
-        let (applies, errors) = run_stage(&batch, &opts, &earlier);
+        let (applies, errors) = run_stage(&batch, &opts, &earlier, &records);
         // A probe abandoned at its deadline may still hold the facts: copy them then.
         snap = Arc::try_unwrap(earlier).unwrap_or_else(|shared| (*shared).clone());
         for (name, apply) in applies {
@@ -241,6 +245,7 @@ fn run_stage(
     batch: &[&Probe],
     opts: &Arc<Options>,
     earlier: &Arc<Snapshot>,
+    records: &Arc<record::Records>,
 ) -> (Vec<(&'static str, Apply)>, Vec<ProbeError>) {
     let mut errors = Vec::new();
     let (tx, rx) = mpsc::channel::<(usize, Result<Apply, String>)>();
@@ -251,6 +256,7 @@ fn run_stage(
             opts: Arc::clone(opts),
             earlier: Arc::clone(earlier),
             deadline,
+            records: Arc::clone(records),
         };
         if let Err(e) = spawn_probe(probe, ctx, i, tx.clone()) {
             errors.push(ProbeError::new(

@@ -182,6 +182,7 @@ pub fn scan_python(
     loader: &Loader,
     python: &Python,
     world: &World,
+    records: &crate::probe::record::Records,
     errors: &mut Vec<ProbeError>,
 ) -> Vec<Scan> {
     let py_path = PathBuf::from(&python.path);
@@ -203,6 +204,7 @@ pub fn scan_python(
         world,
         py_obj: &py_obj,
         nvidia_installed: &nvidia_installed,
+        records,
     };
     let mut extensions: Vec<&Package> = Vec::new();
     let mut out = Vec::new();
@@ -256,6 +258,8 @@ struct ScanContext<'a> {
     py_obj: &'a Object,
     /// The interpreter's installed nvidia-* wheels (`nvidia-cudnn-cu12==9.1.0.70`).
     nvidia_installed: &'a [String],
+    /// The distributions' `RECORD`s, shared with the `extensions` probe.
+    records: &'a crate::probe::record::Records,
 }
 
 /// The facts every framework entry starts from: its package, version and requirements.
@@ -391,7 +395,15 @@ fn scan_extension(
 ) -> Option<Scan> {
     let site = PathBuf::from(&pkg.location);
     let mut fw = framework_base(ctx, pkg, "cuda-extension", &pkg.metadata);
-    if !extension::scan(ctx.root, pkg, &mut fw, runtime_major, budget, errors) {
+    if !extension::scan(
+        ctx.root,
+        ctx.records,
+        pkg,
+        &mut fw,
+        runtime_major,
+        budget,
+        errors,
+    ) {
         return None;
     }
     let mut scan = Scan {
