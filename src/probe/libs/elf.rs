@@ -1045,11 +1045,61 @@ pub mod lookup {
         versions: Vec<(u16, String)>,
         gnu: Option<Gnu>,
         all: Option<DynSymbols>,
+        /// The symbol, string and version tables in memory, when they are small.
+        tables: Option<Tables>,
+    }
+
+    /// An object's `.dynsym`, `.dynstr` and `.gnu.version`, read whole.
+    struct Tables {
+        sym: Vec<u8>,
+        strs: Vec<u8>,
+        versym: Vec<u8>,
+    }
+
+    /// Largest symbol + string + version tables read whole for lookups (libpython's are ~0.5
+    /// MB: a module's few hundred lookups are then no reads at all); larger ones
+    /// (`libtorch_cpu.so`: tens of MB) are read a few bytes per lookup.
+    const TABLES_IN_MEMORY: u64 = 4 * 1024 * 1024;
+
+    /// The tables of an object whose symbols the hash table counts as `count`, when small.
+    fn small_tables(r: &Reader<'_>, d: &Dynamic<'_>, count: u64, limit: u64) -> Option<Tables> {
+        let entsize: u64 = if d.is64 { 24 } else { 16 };
+        let (symtab, strtab) = (d.offset_of(DT_SYMTAB)?, d.offset_of(DT_STRTAB)?);
+        let strsz = d.get(DT_STRSZ)?;
+        let versym = d.offset_of(DT_VERSYM);
+        let total = count
+            .checked_mul(entsize)?
+            .checked_add(strsz)?
+            .checked_add(if versym.is_some() { count * 2 } else { 0 })?;
+        if total > limit {
+            return None;
+        }
+        Some(Tables {
+            sym: r
+                .bytes(symtab, count * entsize, "the dynamic symbol table")
+                .ok()?,
+            strs: r.bytes(strtab, strsz, "the dynamic string table").ok()?,
+            versym: match versym {
+                Some(v) => r.bytes(v, count * 2, "DT_VERSYM").ok()?,
+                None => Vec::new(),
+            },
+        })
     }
 
     impl Index {
-        /// Open the object at `machine_path` and read its hash table and version names.
+        /// Open the object at `machine_path` and read its hash table and version names (and
+        /// its symbol tables, when they are small).
         pub fn open(root: &Root, machine_path: &Path) -> Result<Index, ElfError> {
+            Index::open_with(root, machine_path, TABLES_IN_MEMORY)
+        }
+
+        /// [`Index::open`], reading the symbol tables whole only when they are at most
+        /// `in_memory` bytes (0: always look up through reads).
+        pub fn open_with(
+            root: &Root,
+            machine_path: &Path,
+            in_memory: u64,
+        ) -> Result<Index, ElfError> {
             let r = Reader::open(root, machine_path)?;
             let (header, is64, le) = read_header(&r)?;
             let phdrs = read_program_headers(&r, &header, is64, le)?;
@@ -1098,6 +1148,10 @@ pub mod lookup {
             } else {
                 None
             };
+            let tables = gnu.as_ref().and_then(|g| {
+                let count = u64::from(g.symoffset) + g.chains.len() as u64;
+                small_tables(&r, &d, count, in_memory)
+            });
             let Reader { file, len, .. } = r;
             Ok(Index {
                 file,
@@ -1110,6 +1164,7 @@ pub mod lookup {
                 versions,
                 gnu,
                 all,
+                tables,
             })
         }
 
@@ -1121,6 +1176,20 @@ pub mod lookup {
             let mut buf = vec![0u8; len as usize];
             self.file.read_exact_at(&mut buf, off).ok()?;
             Some(buf)
+        }
+
+        /// True when the NUL-terminated name at `idx` of the string table is `want`.
+        fn name_is(&self, idx: u64, want: &[u8]) -> bool {
+            match &self.tables {
+                Some(t) => usize::try_from(idx)
+                    .ok()
+                    .and_then(|i| t.strs.get(i..))
+                    .is_some_and(|rest| {
+                        let end = rest.iter().position(|c| *c == 0).unwrap_or(rest.len());
+                        &rest[..end] == want
+                    }),
+                None => self.name(idx).as_deref() == Some(want),
+            }
         }
 
         /// The NUL-terminated name at `idx` of the string table.
@@ -1177,9 +1246,43 @@ pub mod lookup {
             }
         }
 
-        fn matches(&self, idx: u32, name: &str, version: Option<&str>) -> bool {
+        /// True when its tables were read whole (lookups read nothing more).
+        pub fn in_memory(&self) -> bool {
+            self.tables.is_some()
+        }
+
+        /// The symbol table entry `idx`.
+        fn symbol(&self, idx: u32) -> Option<std::borrow::Cow<'_, [u8]>> {
             let entsize: u64 = if self.is64 { 24 } else { 16 };
-            let Some(b) = self.pread(self.symtab + u64::from(idx) * entsize, entsize) else {
+            let at = u64::from(idx) * entsize;
+            match &self.tables {
+                Some(t) => t
+                    .sym
+                    .get(usize::try_from(at).ok()?..usize::try_from(at + entsize).ok()?)
+                    .map(std::borrow::Cow::Borrowed),
+                None => self
+                    .pread(self.symtab + at, entsize)
+                    .map(std::borrow::Cow::Owned),
+            }
+        }
+
+        /// The DT_VERSYM entry of symbol `idx` (1, global, without one).
+        fn version_index(&self, idx: u32) -> u16 {
+            let at = u64::from(idx) * 2;
+            let b = match (&self.tables, self.versym) {
+                (_, None) => return 1,
+                (Some(t), Some(_)) => usize::try_from(at)
+                    .ok()
+                    .and_then(|a| t.versym.get(a..a + 2))
+                    .map(std::borrow::Cow::Borrowed),
+                (None, Some(v)) => self.pread(v + at, 2).map(std::borrow::Cow::Owned),
+            };
+            b.and_then(|b| Bytes { b: &b, le: self.le }.u16(0))
+                .unwrap_or(1)
+        }
+
+        fn matches(&self, idx: u32, name: &str, version: Option<&str>) -> bool {
+            let Some(b) = self.symbol(idx) else {
                 return false;
             };
             let Some((st_name, info_b, other, shndx)) =
@@ -1192,16 +1295,10 @@ pub mod lookup {
             {
                 return false;
             }
-            if self.name(u64::from(st_name)).as_deref() != Some(name.as_bytes()) {
+            if !self.name_is(u64::from(st_name), name.as_bytes()) {
                 return false;
             }
-            let vs = match self.versym {
-                Some(v) => self
-                    .pread(v + u64::from(idx) * 2, 2)
-                    .and_then(|b| Bytes { b: &b, le: self.le }.u16(0))
-                    .unwrap_or(1),
-                None => 1,
-            };
+            let vs = self.version_index(idx);
             let def = version_name(&self.versions, vs);
             match (version, def) {
                 (_, None) => true,
