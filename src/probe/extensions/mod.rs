@@ -237,7 +237,7 @@ fn scan_python(
     let framework: Vec<PathBuf> = preloads.iter().map(|p| p.path.clone()).collect();
     let loader = base.clone().with_framework_loaded(preloads);
     let exe = PathBuf::from(py.canonical_path.as_deref().unwrap_or(&py.path));
-    let interp = load::Interp::new(root, &loader, &exe, framework, cache);
+    let interp = load::Interp::new(root, &loader, &exe, framework, cache, &ctx.memo);
     let numpy_major = py
         .package("numpy")
         .and_then(|n| n.version.split('.').next()?.parse::<u32>().ok());

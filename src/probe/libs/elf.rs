@@ -256,12 +256,18 @@ fn read_up_to(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize
     Ok(done)
 }
 
-/// Bounded positional reads of one file.
+/// Bounded positional reads of one file. Small reads are served from a window read ahead
+/// ([`WINDOW`] bytes): the header, the program headers and the version records are a few dozen
+/// reads of 16 to 64 bytes, mostly close together.
 struct Reader<'a> {
     file: File,
     len: u64,
     path: &'a Path,
+    window: std::cell::RefCell<(u64, Vec<u8>)>,
 }
+
+/// Bytes read ahead for a small read.
+const WINDOW: u64 = 4 * 1024;
 
 impl<'a> Reader<'a> {
     /// Open the object at `machine_path` (links followed in `root`) and take its length.
@@ -278,6 +284,7 @@ impl<'a> Reader<'a> {
             file,
             len,
             path: machine_path,
+            window: Default::default(),
         })
     }
 }
@@ -290,6 +297,11 @@ impl Reader<'_> {
         if end > self.len {
             return Err(self.truncated(what));
         }
+        if len <= WINDOW / 4 {
+            if let Some(b) = self.windowed(offset, end, what)? {
+                return Ok(b);
+            }
+        }
         let mut buf = vec![0u8; len as usize];
         self.file
             .read_exact_at(&mut buf, offset)
@@ -299,6 +311,37 @@ impl Reader<'_> {
             })?;
         Ok(buf)
     }
+    /// `[offset, end)` from the read-ahead window, reading a new window there when it is not
+    /// in the current one; `None` when the window cannot be borrowed.
+    fn windowed(
+        &self,
+        offset: u64,
+        end: u64,
+        what: &'static str,
+    ) -> Result<Option<Vec<u8>>, ElfError> {
+        let Ok(mut w) = self.window.try_borrow_mut() else {
+            return Ok(None);
+        };
+        let (start, bytes) = &mut *w;
+        let inside = offset >= *start && end <= *start + bytes.len() as u64;
+        if !inside {
+            let n = WINDOW.min(self.len - offset) as usize;
+            let mut buf = vec![0u8; n];
+            let got = read_up_to(&self.file, offset, &mut buf).map_err(|source| ElfError::Io {
+                path: self.path.to_path_buf(),
+                source,
+            })?;
+            buf.truncate(got);
+            if (got as u64) < end - offset {
+                return Err(self.truncated(what));
+            }
+            *start = offset;
+            *bytes = buf;
+        }
+        let from = (offset - *start) as usize;
+        Ok(Some(bytes[from..from + (end - offset) as usize].to_vec()))
+    }
+
     fn truncated(&self, what: &'static str) -> ElfError {
         ElfError::Truncated {
             path: self.path.to_path_buf(),
@@ -413,7 +456,7 @@ enum Symbols {
 }
 
 /// A dynamic symbol with its version (`GLIBCXX_3.4.30`), when it has one.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Symbol {
     /// The symbol name.
     pub name: String,
