@@ -250,8 +250,9 @@ fn scan_python(
     let mut budget = MAX_MODULES;
     let mut native = Vec::new();
     let mut failures = Vec::new();
+    let visible = py.visible_packages();
     for pkg in &py.packages {
-        if py.package(&pkg.name).map(|w| &w.metadata) != Some(&pkg.metadata) {
+        if visible.get(pkg.name.as_str()).map(|w| &w.metadata) != Some(&pkg.metadata) {
             continue; // a shadowed copy: import never sees it
         }
         let modules = modules_of(root, &ctx.records, pkg);
