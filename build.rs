@@ -1,5 +1,7 @@
 //! Embeds the shipped rule pack (`rules/*.yaml`) into the binary: writes
-//! `$OUT_DIR/shipped_rules.rs`, a list of `(file name, contents)` pairs, sorted by name. Also
+//! `$OUT_DIR/shipped_rules.rs`, a list of `(file name, contents)` pairs, sorted by name, and
+//! `SHIPPED_LEAN`, the same files with every rule's inline `tests:` block blanked (a third of the
+//! YAML, read only by `rules test` and `rules lint`; the lines stay, so positions do not move). Also
 //! sets, for `envdoctor --version`, `ENVDOCTOR_RULES_SHA256` (SHA-256 over every file's name and
 //! contents, in that order) and `ENVDOCTOR_TARGET` (the target triple).
 
@@ -38,6 +40,21 @@ fn main() {
         ));
     }
     out.push_str("];\n");
+    out.push_str(
+        "/// The shipped rule files without their inline tests: (name, YAML).\npub const SHIPPED_LEAN: &[(&str, &str)] = &[\n",
+    );
+    for f in &files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = std::fs::read_to_string(f).expect("read a rule file");
+        out.push_str(&format!(
+            "    (\"rules/{name}\", {:?}),\n",
+            blank_tests(&text)
+        ));
+    }
+    out.push_str("];\n");
     let mut hash = Sha256::new();
     for f in &files {
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -60,6 +77,36 @@ fn main() {
     std::fs::write(&tmp, out).expect("write shipped_rules.rs");
     std::fs::rename(&tmp, &dest).expect("rename shipped_rules.rs into place");
     link_libgcc_statically(Path::new(&out_dir));
+}
+
+/// `text` with each `tests:` block (the key's line, and every following line that is blank or
+/// indented deeper, or a `- ` item at the key's own indentation) replaced by an empty line.
+fn blank_tests(text: &str) -> String {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut out = String::with_capacity(text.len());
+    let mut block: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if let Some(ind) = block {
+            let inside = body.trim().is_empty()
+                || indent(body) > ind
+                || (indent(body) == ind && body.trim_start().starts_with("- "));
+            if inside {
+                out.push_str(&line[body.len()..]);
+                continue;
+            }
+            block = None;
+        }
+        let t = body.trim_start();
+        let key = t.strip_prefix("tests:").map(str::trim);
+        if key.is_some_and(|rest| rest.is_empty() || rest.starts_with('#')) {
+            block = Some(indent(body));
+            out.push_str(&line[body.len()..]);
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// Rust's standard library asks for `-lgcc_s` on `*-linux-gnu`, so a binary linked by `cc`

@@ -6,6 +6,7 @@
 #
 #   bench/check_vs_collect_env.sh                 # VENV defaults to the cached torch==2.15.0 venv
 #   RUNS=7 VENV=/path/to/venv bench/check_vs_collect_env.sh
+#   BIN=/path/to/envdoctor bench/check_vs_collect_env.sh   # that binary, not a fresh build
 #
 # The venv is the one tests/common/pypi.rs cached_venv(&["torch==2.15.0"]) builds. The last
 # line is the ratio (collect_env median / check median).
@@ -17,8 +18,11 @@ if [[ -z $VENV || ! -x $VENV/bin/python ]]; then
   echo "no torch venv (build it with the pypi tests: cached_venv(&[\"torch==2.15.0\"]))" >&2
   exit 1
 fi
-cargo build --release --quiet --bin envdoctor
-BIN=$PWD/target/release/envdoctor
+# BIN=path runs that binary instead of building one (to compare builds on the same load).
+if [[ -z ${BIN:-} ]]; then
+  cargo build --release --quiet --bin envdoctor
+  BIN=$PWD/target/release/envdoctor
+fi
 PROJ=$(mktemp -d)
 trap 'rm -rf "$PROJ"' EXIT
 # An activated venv, run from an empty project directory.

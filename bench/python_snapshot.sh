@@ -25,8 +25,11 @@ CORES=${CORES:-0,1}
 RUNS=${RUNS:-3}
 PIN="$(command -v taskset) -c $CORES"
 
-cargo build --release --quiet
-BIN=$REPO/target/release/envdoctor
+# BIN=path runs that binary instead of building one (to compare builds on the same load).
+if [[ -z ${BIN:-} ]]; then
+  cargo build --release --quiet
+  BIN=$REPO/target/release/envdoctor
+fi
 PY=${PYTHON:-python3}
 
 # synth ROOT N M: N venvs with M distributions each under ROOT (skipped when already there).

@@ -24,10 +24,24 @@ pub const MAX_SYMLINK_HOPS: usize = 40;
 pub const MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A filesystem prefix that plays the probed machine's `/`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Directories it has resolved are remembered (shared by its clones): a probe run opens
+/// thousands of files in a few hundred directories, and under a prefix each open would
+/// otherwise `lstat` every component of its path again. A root lives for one run, so a
+/// directory replaced by a link while it runs is not seen; files are always resolved afresh.
+#[derive(Clone, Debug)]
 pub struct Root {
     prefix: PathBuf,
+    dirs: std::sync::Arc<std::sync::RwLock<std::collections::HashMap<PathBuf, PathBuf>>>,
 }
+
+impl PartialEq for Root {
+    fn eq(&self, other: &Root) -> bool {
+        self.prefix == other.prefix
+    }
+}
+
+impl Eq for Root {}
 
 /// Why a path could not be resolved or read. Carries the machine path it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +124,7 @@ impl Root {
     pub fn new(prefix: impl Into<PathBuf>) -> Self {
         Root {
             prefix: prefix.into(),
+            dirs: Default::default(),
         }
     }
 
@@ -171,9 +186,43 @@ impl Root {
                 path: machine.to_path_buf(),
             });
         }
-        // Work list of components still to walk, front first.
-        let mut todo: Vec<OsString> = components_rev(machine);
-        let mut done = PathBuf::from("/");
+        // The parent from the memo, then the last component: the same walk as from `/`, since
+        // after a directory's components the walk stands at that directory's real path.
+        if let (Some(parent), Some(name)) = (machine.parent(), machine.file_name()) {
+            if parent.file_name().is_some() {
+                let dir = self.resolved_dir(parent)?;
+                return self.walk(machine, dir, vec![name.to_os_string()], must_exist);
+            }
+        }
+        self.walk(
+            machine,
+            PathBuf::from("/"),
+            components_rev(machine),
+            must_exist,
+        )
+    }
+
+    /// The real (machine) path of directory path `dir`, from the memo or resolved and kept.
+    fn resolved_dir(&self, dir: &Path) -> Result<PathBuf, RootError> {
+        if let Some(hit) = self.dirs.read().ok().and_then(|m| m.get(dir).cloned()) {
+            return Ok(hit);
+        }
+        let real = self.resolve(dir, true)?;
+        if let Ok(mut m) = self.dirs.write() {
+            m.insert(dir.to_path_buf(), real.clone());
+        }
+        Ok(real)
+    }
+
+    /// Walk `todo` (components, front last) from the real path `done`, following links inside
+    /// the root; `machine` names the whole path in errors.
+    fn walk(
+        &self,
+        machine: &Path,
+        mut done: PathBuf,
+        mut todo: Vec<OsString>,
+        must_exist: bool,
+    ) -> Result<PathBuf, RootError> {
         let mut hops = 0usize;
         while let Some(name) = todo.pop() {
             if name == ".." {

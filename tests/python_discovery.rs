@@ -710,6 +710,8 @@ fn hints_for_inspection() {
         opts: Arc::new(opts),
         earlier: Arc::new(envdoctor::Snapshot::empty()),
         deadline: std::time::Instant::now() + std::time::Duration::from_secs(60),
+        records: Default::default(),
+        memo: Default::default(),
     };
     let mut errs = Vec::new();
     let found = discover(&ctx, &mut errs);

@@ -127,7 +127,7 @@ pub fn run(
 ) -> Result<crate::exit::Exit, Error> {
     // The rule pack compiles while the snapshots are read.
     let (snaps, rules) = std::thread::scope(|scope| {
-        let rules = (!args.no_rules).then(|| scope.spawn(|| RuleSet::shipped_with(&args.rules)));
+        let rules = (!args.no_rules).then(|| scope.spawn(|| RuleSet::for_evaluation(&args.rules)));
         let snaps = load_inputs(&args.files);
         let rules = rules.map(|h| {
             h.join()

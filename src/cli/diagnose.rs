@@ -73,7 +73,7 @@ pub struct RunArgs {
 
 /// `envdoctor diagnose`: exit 0 confirmed, 1 otherwise.
 pub fn diagnose_cmd(a: DiagnoseArgs) -> Result<Exit, Error> {
-    let rules = RuleSet::shipped_with(&a.facts.rules)?;
+    let rules = RuleSet::for_evaluation(&a.facts.rules)?;
     let index = SymptomIndex::new(rules.rules());
     let (shown, scanned) = match a.log.as_deref().filter(|p| p.as_os_str() != "-") {
         None => {
@@ -247,7 +247,7 @@ pub fn run_cmd(a: RunArgs) -> Result<Exit, Error> {
     // The rules load while the command runs: the job starts at once, and a signal sent right
     // after `run` starts already finds the supervisor.
     let extra = a.facts.rules.clone();
-    let rules = std::thread::spawn(move || RuleSet::shipped_with(&extra));
+    let rules = std::thread::spawn(move || RuleSet::for_evaluation(&extra));
     // The user's own rules alone (the shipped pack is known to compile): cheap, so that a
     // broken pack is named after a job that succeeded too, without waiting for the whole set.
     let extra = a.facts.rules.clone();

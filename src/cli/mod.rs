@@ -618,7 +618,7 @@ fn rules_and_facts(
         crate::config::from_cli(&args.rules, args.fail_on, &args.params, &args.ignore)?,
     )?;
     let compile = || -> Result<RuleSet, Error> {
-        let mut rules = RuleSet::shipped_with(&config.rule_dirs())?;
+        let mut rules = RuleSet::for_evaluation(&config.rule_dirs())?;
         config.apply(&mut rules)?;
         crate::timings::record("rules compile", t.elapsed());
         Ok(rules)

@@ -27,9 +27,10 @@ pub struct ProbeArgs {
     /// Never load shared libraries (not even in a child process).
     #[arg(long)]
     pub no_load: bool,
-    /// Load every library again, neither reading nor writing the load cache (by default an
-    /// environment whose library files, loader variables and envdoctor build are unchanged
-    /// since an earlier run reuses that run's load results; ~/.cache/envdoctor/load-v1).
+    /// Load every library again and read every large file again, neither reading nor writing
+    /// the caches (by default an environment whose library files, loader variables and
+    /// envdoctor build are unchanged since an earlier run reuses that run's load results,
+    /// ~/.cache/envdoctor/load-v2, and facts read out of unchanged files, files-v1).
     #[arg(long)]
     pub no_load_cache: bool,
     /// Load NVML from this file instead of searching for libnvidia-ml.so.1.

@@ -22,6 +22,7 @@
 //! the `nvidia-cuda-nvcc` 12.9 and 13.5 wheels and Triton's bundled ptxas, `tests/tools_probe.rs`),
 //! so only that section is scanned.
 
+use super::file_memo::FileMemo;
 use super::{Apply, Context};
 use crate::root::{Env, Root};
 use crate::snapshot::python::{Package, Python};
@@ -41,7 +42,7 @@ const MAX_SECTION: u64 = 256 * 1024 * 1024;
 
 /// The probe entry point (registered as `tools`, stage 2).
 pub fn probe(ctx: &Context) -> Apply {
-    let mut versions = Versions::default();
+    let mut versions = Versions::with_memo(std::sync::Arc::clone(&ctx.memo));
     let found: Vec<(String, Vec<ToolUse>)> = ctx
         .earlier
         .pythons
@@ -64,16 +65,33 @@ pub fn probe(ctx: &Context) -> Apply {
     })
 }
 
-/// Versions read so far, by machine path.
+/// Versions read so far, by machine path (and across runs, by file identity, in the memo).
 #[derive(Default)]
-pub struct Versions(HashMap<PathBuf, Option<String>>);
+pub struct Versions {
+    seen: HashMap<PathBuf, Option<String>>,
+    memo: std::sync::Arc<FileMemo>,
+}
 
 impl Versions {
+    /// Versions kept across runs in `memo`.
+    pub fn with_memo(memo: std::sync::Arc<FileMemo>) -> Versions {
+        Versions {
+            seen: HashMap::new(),
+            memo,
+        }
+    }
+
     /// The version of the tool at `path` (`None`: no marker, or unreadable).
     pub fn of(&mut self, root: &Root, path: &Path) -> Option<String> {
-        self.0
+        let memo = &self.memo;
+        self.seen
             .entry(path.to_path_buf())
-            .or_insert_with(|| tool_version(root, path))
+            .or_insert_with(|| {
+                let read = || tool_version(root, path).into_iter().collect();
+                memo.strings(root, path, "tool-version", read)
+                    .into_iter()
+                    .next()
+            })
             .clone()
     }
 }

@@ -367,11 +367,12 @@ impl<'a> Compiler<'a> {
             }
         };
         let starts: Vec<u64> = raw.rules.iter().map(|r| r.referenced.line()).collect();
+        let lines: Vec<&str> = self.text.lines().collect();
         let mut rules = Vec::new();
         for (i, spanned) in raw.rules.into_iter().enumerate() {
             let loc = spanned.referenced;
             let end = starts.get(i + 1).copied();
-            let source = self.slice_lines(loc.line(), end);
+            let source = slice_lines(&lines, loc.line(), end);
             if let Some(rule) = self.compile_rule(spanned.value, loc, source, shipped) {
                 rules.push(rule);
             }
@@ -382,23 +383,25 @@ impl<'a> Compiler<'a> {
             Err(self.errors)
         }
     }
+}
 
-    fn slice_lines(&self, from: u64, to: Option<u64>) -> String {
-        let from = from.saturating_sub(1) as usize;
-        let lines: Vec<&str> = self.text.lines().collect();
-        let to = to
-            .map(|t| (t.saturating_sub(1) as usize).min(lines.len()))
-            .unwrap_or(lines.len());
-        if from >= to {
-            return String::new();
-        }
-        let mut s = lines[from..to].join("\n");
-        while s.ends_with('\n') || s.ends_with(' ') {
-            s.pop();
-        }
-        s
+/// Lines `from` up to `to` (1-based, `to` excluded; the end when `None`), trailing blanks cut.
+fn slice_lines(lines: &[&str], from: u64, to: Option<u64>) -> String {
+    let from = from.saturating_sub(1) as usize;
+    let to = to
+        .map(|t| (t.saturating_sub(1) as usize).min(lines.len()))
+        .unwrap_or(lines.len());
+    if from >= to {
+        return String::new();
     }
+    let mut s = lines[from..to].join("\n");
+    while s.ends_with('\n') || s.ends_with(' ') {
+        s.pop();
+    }
+    s
+}
 
+impl Compiler<'_> {
     fn compile_rule(
         &mut self,
         raw: RawRule,

@@ -39,7 +39,8 @@ mod tests {
     use crate::probe::libs::elf;
 
     /// Every symbol libc exports binds through the hash table as through the full table, and
-    /// names it does not define do not.
+    /// names it does not define do not: with its tables in memory (as [`Cache`] reads libc) and
+    /// with a read per lookup (as it reads libtorch).
     #[test]
     fn hash_lookups_agree_with_the_full_symbol_table() {
         let root = Root::host();
@@ -54,8 +55,16 @@ mod tests {
         let Some(libc) = libc else { return };
         let (_, all) = elf::read_with_symbols(&root, libc).unwrap();
         let cache = Cache::default();
-        let idx = cache.get(&root, libc).unwrap();
+        let in_memory = cache.get(&root, libc).unwrap();
+        let by_reads = Index::open_with(&root, libc, 0).unwrap();
         assert!(all.exported.len() > 1000);
+        assert!(in_memory.in_memory() && !by_reads.in_memory());
+        for idx in [&*in_memory, &by_reads] {
+            agrees_with_the_full_table(idx, &all);
+        }
+    }
+
+    fn agrees_with_the_full_table(idx: &Index, all: &elf::DynSymbols) {
         for s in &all.exported {
             assert!(
                 idx.binds(&s.name, s.version.as_deref()),

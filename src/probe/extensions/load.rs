@@ -18,6 +18,7 @@
 //! are taken as bound; C++ names (`_ZN3c10…`) are still checked against the module's own tree.
 
 use super::exports;
+use crate::probe::file_memo::FileMemo;
 use crate::probe::libs::elf::{self, DynSymbols, ElfInfo};
 use crate::probe::libs::search::{Loader, Object, Requester};
 use crate::root::Root;
@@ -78,6 +79,8 @@ pub struct Interp<'a> {
     pub infos: std::sync::Mutex<HashMap<PathBuf, Option<Arc<ElfInfo>>>>,
     /// Each framework object's unbound symbols, once per interpreter (by machine path).
     framework_unbound: std::sync::Mutex<HashMap<PathBuf, Vec<String>>>,
+    /// Answers read out of large files, kept across runs.
+    memo: &'a FileMemo,
 }
 
 /// What loading one module comes to.
@@ -109,6 +112,7 @@ impl<'a> Interp<'a> {
         exe_path: &Path,
         framework: Vec<PathBuf>,
         exports: &'a exports::Cache,
+        memo: &'a FileMemo,
     ) -> Self {
         let mut it = Interp {
             root,
@@ -121,6 +125,7 @@ impl<'a> Interp<'a> {
             framework,
             infos: Default::default(),
             framework_unbound: Default::default(),
+            memo,
         };
         let Ok(info) = elf::read(root, exe_path) else {
             return it;
@@ -298,13 +303,29 @@ impl<'a> Interp<'a> {
                 Some(names) => names,
                 None => {
                     let started = std::time::Instant::now();
-                    let names = match elf::read_undefined_symbols(self.root, &m.path) {
-                        Ok(mut syms) => {
-                            syms.undefined.retain(|sym| asked_of_cuda(&m.info, sym));
+                    // What the object asks of CUDA libraries is a fact of its file alone: kept
+                    // across runs (libtorch_cuda's table is tens of MB).
+                    let read = || {
+                        elf::read_undefined_symbols(self.root, &m.path)
+                            .ok()
+                            .map(|syms| {
+                                let mut undefined = syms.undefined;
+                                undefined.retain(|sym| asked_of_cuda(&m.info, sym));
+                                undefined
+                            })
+                    };
+                    let question = "undefined symbols asked of CUDA libraries";
+                    let undefined = self.memo.answer(self.root, &m.path, question, read);
+                    let names = match undefined {
+                        Some(undefined) => {
+                            let syms = DynSymbols {
+                                undefined,
+                                ..DynSymbols::default()
+                            };
                             let (names, _) = self.unbound_of(tree, m, &syms);
                             names.iter().map(|n| self.asked_where(tree, m, n)).collect()
                         }
-                        Err(_) => Vec::new(),
+                        None => Vec::new(),
                     };
                     crate::timings::record(
                         format!("extensions: symbols of {}", file_name(&m.path)),

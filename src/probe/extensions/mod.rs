@@ -19,6 +19,7 @@ pub mod load;
 use super::{pool, Apply, Context};
 use crate::probe::libs::search::{Loader, Preload};
 use crate::probe::python::owner;
+use crate::probe::record::Records;
 use crate::root::Root;
 use crate::snapshot::extensions::{NativeDist, NativeFailure, OwnerConflict};
 use crate::snapshot::python::{Package, Python};
@@ -28,8 +29,6 @@ use std::time::Instant;
 
 /// Most extension modules read per interpreter.
 pub const MAX_MODULES: usize = 4000;
-/// Largest `RECORD` read.
-const MAX_RECORD: u64 = 16 * 1024 * 1024;
 
 /// One interpreter's facts.
 struct Found {
@@ -61,7 +60,7 @@ fn collect(ctx: &Context) -> (Vec<Found>, Vec<ProbeError>) {
     let pythons = &ctx.earlier.pythons;
     let slots = pool::map_in_order(pythons, ctx.deadline, |py| {
         let mut errors = Vec::new();
-        let (native, failures) = scan_python(root, &loader, &cache, py, ctx.deadline, &mut errors);
+        let (native, failures) = scan_python(ctx, &loader, &cache, py, &mut errors);
         let owners = owner::conflicts(root, py, &mut errors);
         let found = Found {
             python: py.path.clone(),
@@ -152,18 +151,16 @@ pub fn is_extension_module(name: &str) -> bool {
 /// editable install, those under its source directory (the build puts them in the tree, and
 /// the RECORD lists only the import hook); for a distribution without RECORD (an OS package's
 /// `.egg-info`), those under its `top_level.txt` packages.
-fn modules_of(root: &Root, pkg: &Package) -> Vec<PathBuf> {
+fn modules_of(root: &Root, records: &Records, pkg: &Package) -> Vec<PathBuf> {
     let meta = Path::new(&pkg.metadata);
     let site = Path::new(&pkg.location);
-    let mut out: Vec<PathBuf> = match root.read_limited(&meta.join("RECORD"), MAX_RECORD) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes)
-            .lines()
-            .filter_map(|l| l.split(',').next())
-            .map(|f| f.trim_matches('"'))
+    let mut out: Vec<PathBuf> = match records.shared_objects(root, pkg) {
+        Some(files) => files
+            .iter()
             .filter(|f| is_extension_module(f.rsplit('/').next().unwrap_or(f)))
             .map(|f| crate::root::lexical_normalize(&site.join(f)))
             .collect(),
-        Err(_) => top_level(root, meta)
+        None => top_level(root, meta)
             .iter()
             .flat_map(|t| walk(root, &site.join(t)))
             .collect(),
@@ -229,18 +226,18 @@ fn walk(root: &Root, dir: &Path) -> Vec<PathBuf> {
 
 /// Every distribution's extension modules in `py`, loaded.
 fn scan_python(
-    root: &Root,
+    ctx: &Context,
     base: &Loader,
     cache: &exports::Cache,
     py: &Python,
-    deadline: Instant,
     errors: &mut Vec<ProbeError>,
 ) -> (Vec<NativeDist>, Vec<NativeFailure>) {
+    let (root, deadline) = (ctx.root(), ctx.deadline);
     let (preloads, host) = framework_loaded(root, py);
     let framework: Vec<PathBuf> = preloads.iter().map(|p| p.path.clone()).collect();
     let loader = base.clone().with_framework_loaded(preloads);
     let exe = PathBuf::from(py.canonical_path.as_deref().unwrap_or(&py.path));
-    let interp = load::Interp::new(root, &loader, &exe, framework, cache);
+    let interp = load::Interp::new(root, &loader, &exe, framework, cache, &ctx.memo);
     let numpy_major = py
         .package("numpy")
         .and_then(|n| n.version.split('.').next()?.parse::<u32>().ok());
@@ -253,11 +250,12 @@ fn scan_python(
     let mut budget = MAX_MODULES;
     let mut native = Vec::new();
     let mut failures = Vec::new();
+    let visible = py.visible_packages();
     for pkg in &py.packages {
-        if py.package(&pkg.name).map(|w| &w.metadata) != Some(&pkg.metadata) {
+        if visible.get(pkg.name.as_str()).map(|w| &w.metadata) != Some(&pkg.metadata) {
             continue; // a shadowed copy: import never sees it
         }
-        let modules = modules_of(root, pkg);
+        let modules = modules_of(root, &ctx.records, pkg);
         if modules.is_empty() {
             continue;
         }

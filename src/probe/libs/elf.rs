@@ -19,12 +19,17 @@ use crate::snapshot::libs::ElfFacts;
 use goblin::container::{Container, Ctx, Endian};
 use goblin::elf::header::{Header, EI_CLASS, EI_DATA, ELFCLASS32, ELFCLASS64, ELFMAG, SELFMAG};
 use goblin::elf::program_header::{ProgramHeader, PT_DYNAMIC, PT_INTERP, PT_LOAD};
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Largest dynamic string table read (libtorch_cpu's is a few MB).
 pub const MAX_STRTAB: u64 = 64 * 1024 * 1024;
+/// The string table page read for the facts alone.
+const STRTAB_PAGE: u64 = 4096;
+/// The string table page read with the symbols (their names fill the table).
+const SYMBOL_STRTAB_PAGE: u64 = 256 * 1024;
 /// Largest dynamic segment read.
 const MAX_DYNAMIC: u64 = 1024 * 1024;
 /// Most version entries walked per table (a guard against cyclic `vn_next` chains).
@@ -251,12 +256,18 @@ fn read_up_to(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize
     Ok(done)
 }
 
-/// Bounded positional reads of one file.
+/// Bounded positional reads of one file. Small reads are served from a window read ahead
+/// ([`WINDOW`] bytes): the header, the program headers and the version records are a few dozen
+/// reads of 16 to 64 bytes, mostly close together.
 struct Reader<'a> {
     file: File,
     len: u64,
     path: &'a Path,
+    window: std::cell::RefCell<(u64, Vec<u8>)>,
 }
+
+/// Bytes read ahead for a small read.
+const WINDOW: u64 = 4 * 1024;
 
 impl<'a> Reader<'a> {
     /// Open the object at `machine_path` (links followed in `root`) and take its length.
@@ -273,6 +284,7 @@ impl<'a> Reader<'a> {
             file,
             len,
             path: machine_path,
+            window: Default::default(),
         })
     }
 }
@@ -285,6 +297,11 @@ impl Reader<'_> {
         if end > self.len {
             return Err(self.truncated(what));
         }
+        if len <= WINDOW / 4 {
+            if let Some(b) = self.windowed(offset, end, what)? {
+                return Ok(b);
+            }
+        }
         let mut buf = vec![0u8; len as usize];
         self.file
             .read_exact_at(&mut buf, offset)
@@ -294,6 +311,37 @@ impl Reader<'_> {
             })?;
         Ok(buf)
     }
+    /// `[offset, end)` from the read-ahead window, reading a new window there when it is not
+    /// in the current one; `None` when the window cannot be borrowed.
+    fn windowed(
+        &self,
+        offset: u64,
+        end: u64,
+        what: &'static str,
+    ) -> Result<Option<Vec<u8>>, ElfError> {
+        let Ok(mut w) = self.window.try_borrow_mut() else {
+            return Ok(None);
+        };
+        let (start, bytes) = &mut *w;
+        let inside = offset >= *start && end <= *start + bytes.len() as u64;
+        if !inside {
+            let n = WINDOW.min(self.len - offset) as usize;
+            let mut buf = vec![0u8; n];
+            let got = read_up_to(&self.file, offset, &mut buf).map_err(|source| ElfError::Io {
+                path: self.path.to_path_buf(),
+                source,
+            })?;
+            buf.truncate(got);
+            if (got as u64) < end - offset {
+                return Err(self.truncated(what));
+            }
+            *start = offset;
+            *bytes = buf;
+        }
+        let from = (offset - *start) as usize;
+        Ok(Some(bytes[from..from + (end - offset) as usize].to_vec()))
+    }
+
     fn truncated(&self, what: &'static str) -> ElfError {
         ElfError::Truncated {
             path: self.path.to_path_buf(),
@@ -408,7 +456,7 @@ enum Symbols {
 }
 
 /// A dynamic symbol with its version (`GLIBCXX_3.4.30`), when it has one.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Symbol {
     /// The symbol name.
     pub name: String,
@@ -491,15 +539,15 @@ fn read_from(
         le,
         is64,
     };
-    let Some(strtab) = read_strtab(r, &d)? else {
+    // The facts name a few strings: small pages. Every (undefined) symbol's name: large ones.
+    let page = match want_symbols {
+        Symbols::None => STRTAB_PAGE,
+        Symbols::All | Symbols::Undefined => SYMBOL_STRTAB_PAGE,
+    };
+    let Some(strtab) = read_strtab(r, &d, page)? else {
         return Ok((info, None));
     };
-    let string = |idx: u64| -> Result<String, ElfError> {
-        usize::try_from(idx)
-            .ok()
-            .and_then(|i| cstr(&strtab, i))
-            .ok_or_else(|| r.malformed(format!("string offset {idx} outside the string table")))
-    };
+    let string = |idx: u64| strtab.string(idx);
     read_dynamic_strings(&mut info, &d, &string)?;
     let index = read_versions(r, &d, &string, &mut info)?;
     if want_symbols == Symbols::None {
@@ -629,9 +677,67 @@ impl Dynamic<'_> {
     }
 }
 
-/// The dynamic string table (at most [`MAX_STRTAB`] bytes); `None` when there is none and no
-/// entry names a string.
-fn read_strtab(r: &Reader<'_>, d: &Dynamic<'_>) -> Result<Option<Vec<u8>>, ElfError> {
+/// The dynamic string table (at most [`MAX_STRTAB`] bytes), read in pages as strings are asked
+/// for: the facts name a few dozen strings of a table that holds every symbol name (tens of MB
+/// in `libtorch_cuda.so`), so reading it whole cost most of the libs probe's time.
+struct StrTab<'r, 'p> {
+    r: &'r Reader<'p>,
+    off: u64,
+    size: u64,
+    page: u64,
+    pages: std::cell::RefCell<HashMap<u64, std::rc::Rc<Vec<u8>>>>,
+}
+
+impl StrTab<'_, '_> {
+    /// The table's bytes from page `n` (the last page is short).
+    fn page(&self, n: u64) -> Result<std::rc::Rc<Vec<u8>>, ElfError> {
+        if let Some(p) = self.pages.borrow().get(&n) {
+            return Ok(p.clone());
+        }
+        let start = n * self.page;
+        let len = self.page.min(self.size - start);
+        let bytes = std::rc::Rc::new(self.r.bytes(
+            self.off + start,
+            len,
+            "the dynamic string table",
+        )?);
+        self.pages.borrow_mut().insert(n, bytes.clone());
+        Ok(bytes)
+    }
+
+    /// The NUL-terminated string at `idx` (lossy UTF-8; the table's end also ends it).
+    fn string(&self, idx: u64) -> Result<String, ElfError> {
+        if idx > self.size {
+            return Err(self
+                .r
+                .malformed(format!("string offset {idx} outside the string table")));
+        }
+        let mut out = Vec::new();
+        let mut at = idx;
+        while at < self.size {
+            let n = at / self.page;
+            let page = self.page(n)?;
+            let rest = page
+                .get((at - n * self.page) as usize..)
+                .unwrap_or_default();
+            if let Some(end) = rest.iter().position(|c| *c == 0) {
+                out.extend_from_slice(&rest[..end]);
+                break;
+            }
+            out.extend_from_slice(rest);
+            at = (n + 1) * self.page;
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+}
+
+/// The dynamic string table of `d`, read in pages of `page` bytes; `None` when there is none
+/// and no entry names a string.
+fn read_strtab<'r, 'p>(
+    r: &'r Reader<'p>,
+    d: &Dynamic<'_>,
+    page: u64,
+) -> Result<Option<StrTab<'r, 'p>>, ElfError> {
     let Some(strtab_addr) = d.get(DT_STRTAB) else {
         if d.entries.iter().any(|(t, _)| {
             matches!(
@@ -646,13 +752,18 @@ fn read_strtab(r: &Reader<'_>, d: &Dynamic<'_>) -> Result<Option<Vec<u8>>, ElfEr
     let strtab_off = d
         .to_off(strtab_addr)
         .ok_or_else(|| r.malformed("DT_STRTAB lies outside every loadable segment"))?;
-    let strsz = d
+    let size = d
         .get(DT_STRSZ)
         .unwrap_or(0)
         .min(MAX_STRTAB)
         .min(r.len.saturating_sub(strtab_off));
-    r.bytes(strtab_off, strsz, "the dynamic string table")
-        .map(Some)
+    Ok(Some(StrTab {
+        r,
+        off: strtab_off,
+        size,
+        page: page.max(1),
+        pages: Default::default(),
+    }))
 }
 
 /// DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH and DT_FLAGS_1 into `info`.
@@ -1052,11 +1163,61 @@ pub mod lookup {
         versions: Vec<(u16, String)>,
         gnu: Option<Gnu>,
         all: Option<DynSymbols>,
+        /// The symbol, string and version tables in memory, when they are small.
+        tables: Option<Tables>,
+    }
+
+    /// An object's `.dynsym`, `.dynstr` and `.gnu.version`, read whole.
+    struct Tables {
+        sym: Vec<u8>,
+        strs: Vec<u8>,
+        versym: Vec<u8>,
+    }
+
+    /// Largest symbol + string + version tables read whole for lookups (libpython's are ~0.5
+    /// MB: a module's few hundred lookups are then no reads at all); larger ones
+    /// (`libtorch_cpu.so`: tens of MB) are read a few bytes per lookup.
+    const TABLES_IN_MEMORY: u64 = 4 * 1024 * 1024;
+
+    /// The tables of an object whose symbols the hash table counts as `count`, when small.
+    fn small_tables(r: &Reader<'_>, d: &Dynamic<'_>, count: u64, limit: u64) -> Option<Tables> {
+        let entsize: u64 = if d.is64 { 24 } else { 16 };
+        let (symtab, strtab) = (d.offset_of(DT_SYMTAB)?, d.offset_of(DT_STRTAB)?);
+        let strsz = d.get(DT_STRSZ)?;
+        let versym = d.offset_of(DT_VERSYM);
+        let total = count
+            .checked_mul(entsize)?
+            .checked_add(strsz)?
+            .checked_add(if versym.is_some() { count * 2 } else { 0 })?;
+        if total > limit {
+            return None;
+        }
+        Some(Tables {
+            sym: r
+                .bytes(symtab, count * entsize, "the dynamic symbol table")
+                .ok()?,
+            strs: r.bytes(strtab, strsz, "the dynamic string table").ok()?,
+            versym: match versym {
+                Some(v) => r.bytes(v, count * 2, "DT_VERSYM").ok()?,
+                None => Vec::new(),
+            },
+        })
     }
 
     impl Index {
-        /// Open the object at `machine_path` and read its hash table and version names.
+        /// Open the object at `machine_path` and read its hash table and version names (and
+        /// its symbol tables, when they are small).
         pub fn open(root: &Root, machine_path: &Path) -> Result<Index, ElfError> {
+            Index::open_with(root, machine_path, TABLES_IN_MEMORY)
+        }
+
+        /// [`Index::open`], reading the symbol tables whole only when they are at most
+        /// `in_memory` bytes (0: always look up through reads).
+        pub fn open_with(
+            root: &Root,
+            machine_path: &Path,
+            in_memory: u64,
+        ) -> Result<Index, ElfError> {
             let r = Reader::open(root, machine_path)?;
             let (header, is64, le) = read_header(&r)?;
             let phdrs = read_program_headers(&r, &header, is64, le)?;
@@ -1105,6 +1266,10 @@ pub mod lookup {
             } else {
                 None
             };
+            let tables = gnu.as_ref().and_then(|g| {
+                let count = u64::from(g.symoffset) + g.chains.len() as u64;
+                small_tables(&r, &d, count, in_memory)
+            });
             let Reader { file, len, .. } = r;
             Ok(Index {
                 file,
@@ -1117,6 +1282,7 @@ pub mod lookup {
                 versions,
                 gnu,
                 all,
+                tables,
             })
         }
 
@@ -1128,6 +1294,20 @@ pub mod lookup {
             let mut buf = vec![0u8; len as usize];
             self.file.read_exact_at(&mut buf, off).ok()?;
             Some(buf)
+        }
+
+        /// True when the NUL-terminated name at `idx` of the string table is `want`.
+        fn name_is(&self, idx: u64, want: &[u8]) -> bool {
+            match &self.tables {
+                Some(t) => usize::try_from(idx)
+                    .ok()
+                    .and_then(|i| t.strs.get(i..))
+                    .is_some_and(|rest| {
+                        let end = rest.iter().position(|c| *c == 0).unwrap_or(rest.len());
+                        &rest[..end] == want
+                    }),
+                None => self.name(idx).as_deref() == Some(want),
+            }
         }
 
         /// The NUL-terminated name at `idx` of the string table.
@@ -1184,9 +1364,43 @@ pub mod lookup {
             }
         }
 
-        fn matches(&self, idx: u32, name: &str, version: Option<&str>) -> bool {
+        /// True when its tables were read whole (lookups read nothing more).
+        pub fn in_memory(&self) -> bool {
+            self.tables.is_some()
+        }
+
+        /// The symbol table entry `idx`.
+        fn symbol(&self, idx: u32) -> Option<std::borrow::Cow<'_, [u8]>> {
             let entsize: u64 = if self.is64 { 24 } else { 16 };
-            let Some(b) = self.pread(self.symtab + u64::from(idx) * entsize, entsize) else {
+            let at = u64::from(idx) * entsize;
+            match &self.tables {
+                Some(t) => t
+                    .sym
+                    .get(usize::try_from(at).ok()?..usize::try_from(at + entsize).ok()?)
+                    .map(std::borrow::Cow::Borrowed),
+                None => self
+                    .pread(self.symtab + at, entsize)
+                    .map(std::borrow::Cow::Owned),
+            }
+        }
+
+        /// The DT_VERSYM entry of symbol `idx` (1, global, without one).
+        fn version_index(&self, idx: u32) -> u16 {
+            let at = u64::from(idx) * 2;
+            let b = match (&self.tables, self.versym) {
+                (_, None) => return 1,
+                (Some(t), Some(_)) => usize::try_from(at)
+                    .ok()
+                    .and_then(|a| t.versym.get(a..a + 2))
+                    .map(std::borrow::Cow::Borrowed),
+                (None, Some(v)) => self.pread(v + at, 2).map(std::borrow::Cow::Owned),
+            };
+            b.and_then(|b| Bytes { b: &b, le: self.le }.u16(0))
+                .unwrap_or(1)
+        }
+
+        fn matches(&self, idx: u32, name: &str, version: Option<&str>) -> bool {
+            let Some(b) = self.symbol(idx) else {
                 return false;
             };
             let Some((st_name, info_b, other, shndx)) =
@@ -1199,16 +1413,10 @@ pub mod lookup {
             {
                 return false;
             }
-            if self.name(u64::from(st_name)).as_deref() != Some(name.as_bytes()) {
+            if !self.name_is(u64::from(st_name), name.as_bytes()) {
                 return false;
             }
-            let vs = match self.versym {
-                Some(v) => self
-                    .pread(v + u64::from(idx) * 2, 2)
-                    .and_then(|b| Bytes { b: &b, le: self.le }.u16(0))
-                    .unwrap_or(1),
-                None => 1,
-            };
+            let vs = self.version_index(idx);
             let def = version_name(&self.versions, vs);
             match (version, def) {
                 (_, None) => true,

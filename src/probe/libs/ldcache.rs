@@ -21,7 +21,8 @@
 
 use crate::probe::libs::elf;
 use crate::root::Root;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Magic of the old format.
@@ -435,10 +436,15 @@ pub fn wildcard(pat: &str, s: &str) -> bool {
 /// Returns machine paths of the offending files, by directory order.
 pub fn stale_files(root: &Root, cache: &LdCache, dirs: &[PathBuf]) -> Vec<PathBuf> {
     let keys = cache.keys();
-    let mut by_dir: BTreeMap<PathBuf, ()> = BTreeMap::new();
+    // One directory once, by its identity: on a merged-/usr system `/lib/x86_64-linux-gnu` and
+    // `/usr/lib/x86_64-linux-gnu` are the same directory, and ldconfig scans it once.
+    let mut seen: BTreeSet<(u64, u64)> = BTreeSet::new();
     let mut out = Vec::new();
     for dir in dirs {
-        if by_dir.insert(dir.clone(), ()).is_some() {
+        let Ok(meta) = root.metadata(dir) else {
+            continue;
+        };
+        if !seen.insert((meta.dev(), meta.ino())) {
             continue;
         }
         let Ok(entries) = root.read_dir(dir) else {

@@ -46,11 +46,17 @@ fn keyed_var(name: &str) -> bool {
 /// The cache directory for `env` (`$XDG_CACHE_HOME/envdoctor/load-v1`, else
 /// `~/.cache/envdoctor/load-v1`); `None` when neither is known.
 pub fn dir(env: &Env) -> Option<PathBuf> {
+    Some(base(env)?.join(LAYOUT))
+}
+
+/// envdoctor's cache directory for `env`: `$XDG_CACHE_HOME/envdoctor`, else
+/// `~/.cache/envdoctor`; `None` when neither is known.
+pub(crate) fn base(env: &Env) -> Option<PathBuf> {
     let base = match env.get("XDG_CACHE_HOME").filter(|d| d.starts_with('/')) {
         Some(d) => PathBuf::from(d),
         None => env.home()?.join(".cache"),
     };
-    Some(base.join("envdoctor").join(LAYOUT))
+    Some(base.join("envdoctor"))
 }
 
 #[derive(Serialize, Deserialize)]
@@ -113,7 +119,7 @@ pub fn key(
 }
 
 /// `dev ino size mtime ctime` of the file `path` names (links followed).
-fn identity(path: &Path) -> Option<String> {
+pub(crate) fn identity(path: &Path) -> Option<String> {
     let m = std::fs::metadata(path).ok()?;
     Some(format!(
         "{}:{} {} {}.{:09} {}.{:09}",
@@ -128,7 +134,7 @@ fn identity(path: &Path) -> Option<String> {
 }
 
 /// The entry's file name: a 128-bit FNV-1a of the key (the key itself is checked on read).
-fn file_name(key: &str) -> String {
+pub(crate) fn file_name(key: &str) -> String {
     let fnv = |offset: u64| {
         key.bytes().fold(offset, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
@@ -180,6 +186,16 @@ pub fn put(dir: &Path, key: &str, results: &[LoadResult]) {
     let Ok(json) = serde_json::to_vec(&entry) else {
         return;
     };
+    write_entry(dir, &file_name(key), &json);
+    prune(dir, MAX_ENTRIES);
+    if let Some(old) = dir.parent().map(|p| p.join(OLD_LAYOUT)) {
+        let _ = std::fs::remove_dir_all(old);
+    }
+}
+
+/// Write `bytes` as entry `name` of `dir` (created 0700; the entry 0600, written to a temporary
+/// name and renamed). Failures are ignored: a cache only saves time.
+pub(crate) fn write_entry(dir: &Path, name: &str, bytes: &[u8]) {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if std::fs::DirBuilder::new()
         .recursive(true)
@@ -189,20 +205,15 @@ pub fn put(dir: &Path, key: &str, results: &[LoadResult]) {
     {
         return;
     }
-    let name = file_name(key);
     let tmp = dir.join(format!(".{name}.{}", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&tmp)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &json));
-    if written.is_err() || std::fs::rename(&tmp, dir.join(&name)).is_err() {
+        .and_then(|mut f| std::io::Write::write_all(&mut f, bytes));
+    if written.is_err() || std::fs::rename(&tmp, dir.join(name)).is_err() {
         let _ = std::fs::remove_file(&tmp);
-    }
-    prune(dir, MAX_ENTRIES);
-    if let Some(old) = dir.parent().map(|p| p.join(OLD_LAYOUT)) {
-        let _ = std::fs::remove_dir_all(old);
     }
 }
 
@@ -211,7 +222,7 @@ pub fn put(dir: &Path, key: &str, results: &[LoadResult]) {
 const MAX_ENTRIES: usize = 256;
 
 /// Remove the least recently written entries beyond `keep`.
-fn prune(dir: &Path, keep: usize) {
+pub(crate) fn prune(dir: &Path, keep: usize) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };

@@ -95,8 +95,16 @@ pub fn collect(
     let slots = pool::map_in_order(pythons, ctx.deadline, |py| {
         let mut errs = Vec::new();
         let world = frameworks::World::of(py, loader.cwd());
-        let scans = frameworks::scan_python(root, &loader, py, &world, &mut errs);
-        let group = resolve::resolve_python(root, &loader, py, &scans, &mut errs);
+        let scans = frameworks::scan_python(
+            root,
+            &loader,
+            py,
+            &world,
+            &ctx.records,
+            &ctx.memo,
+            &mut errs,
+        );
+        let group = resolve::resolve_python(root, &loader, py, &scans, &ctx.memo, &mut errs);
         (scans, group, errs)
     });
     let mut skipped = 0;

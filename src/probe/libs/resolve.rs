@@ -10,6 +10,7 @@
 //! CUDA-family dependencies also each versioned symbol (`__nvJitLinkComplete_12_4@libnvJitLink.so.12`
 //! that an older `libnvJitLink.so.12` lacks: knowledge.md B23).
 
+use crate::probe::file_memo::FileMemo;
 use crate::probe::libs::frameworks::{family, implied_family, soname_major, Scan};
 use crate::probe::libs::search::{Loader, Object, Preload, Requester};
 use crate::probe::libs::{elf, links};
@@ -113,7 +114,14 @@ struct Item {
 /// The names a resolved CUDA-family library hands to `dlopen` itself, read from its file:
 /// nvrtc's `libnvrtc-builtins.so.X.Y`, cuDNN's sub-libraries (`libcudnn_graph.so` + its major,
 /// named in `libcudnn.so.N` and `libcudnn_graph.so.N`).
-fn dlopen_names(root: &Root, soname: &str, real: &Path) -> Vec<String> {
+fn dlopen_names(root: &Root, memo: &FileMemo, soname: &str, real: &Path) -> Vec<String> {
+    memo.strings(root, real, &format!("dlopen-names {soname}"), || {
+        read_dlopen_names(root, soname, real)
+    })
+}
+
+/// [`dlopen_names`], read from the file.
+fn read_dlopen_names(root: &Root, soname: &str, real: &Path) -> Vec<String> {
     use crate::probe::libs::frameworks::strings::{find_strings, soname_byte};
     match family(soname) {
         Some("nvrtc") => find_strings(root, real, b"libnvrtc-builtins.so.", soname_byte, 64)
@@ -154,6 +162,7 @@ pub fn resolve_python(
     loader: &Loader,
     python: &Python,
     scans: &[Scan],
+    file_memo: &FileMemo,
     errors: &mut Vec<ProbeError>,
 ) -> Vec<Library> {
     if scans.is_empty() {
@@ -179,6 +188,7 @@ pub fn resolve_python(
         py_path,
         py_obj,
         memo,
+        file_memo,
         queue: VecDeque::new(),
         seen: HashSet::new(),
     };
@@ -415,6 +425,8 @@ struct Resolver<'a> {
     py_path: PathBuf,
     py_obj: Object,
     memo: ElfMemo,
+    /// Answers read out of large files, kept across runs.
+    file_memo: &'a FileMemo,
     queue: VecDeque<Item>,
     seen: HashSet<String>,
 }
@@ -567,7 +579,7 @@ impl Resolver<'_> {
             .filter(|n| family(n).is_some())
             .map(|n| (n.clone(), lib.needed_at.clone()))
             .chain(
-                dlopen_names(self.root, &lib.soname, found.real)
+                dlopen_names(self.root, self.file_memo, &lib.soname, found.real)
                     .into_iter()
                     .map(|n| (n, Some("run-time".to_string()))),
             )
@@ -792,7 +804,14 @@ mod tests {
             extra_dirs: Vec::new(),
         };
         let mut errors = Vec::new();
-        let libs = resolve_python(&root, &loader, &python, &[scan], &mut errors);
+        let libs = resolve_python(
+            &root,
+            &loader,
+            &python,
+            &[scan],
+            &FileMemo::off(),
+            &mut errors,
+        );
         let names: Vec<&str> = libs.iter().map(|l| l.soname.as_str()).collect();
         assert!(names.contains(&"libcusolver.so.10"));
         assert!(!names.contains(&"libcusolver.so.11"), "{names:?}");

@@ -57,12 +57,7 @@ pub fn unmet_checked(py: &Python, machine: &str) -> (Vec<UnmetRequirement>, Vec<
         .as_deref()
         .and_then(|v| marker_environment(v, machine));
     // The copy of each name that `import` sees.
-    let mut visible: BTreeMap<&str, &Package> = BTreeMap::new();
-    for p in &py.packages {
-        if let Some(winner) = py.package(&p.name) {
-            visible.entry(winner.name.as_str()).or_insert(winner);
-        }
-    }
+    let visible: BTreeMap<&str, &Package> = py.visible_packages();
     let mut out = Vec::new();
     let mut problems = Vec::new();
     for pkg in visible.values() {

@@ -10,6 +10,7 @@
 //! `nvidia-*-cuNN` requirements.
 
 use super::{family, needed_of, soname_major};
+use crate::probe::record::Records;
 use crate::root::Root;
 use crate::snapshot::libs::Framework;
 use crate::snapshot::python::Package;
@@ -20,18 +21,14 @@ use std::path::{Path, PathBuf};
 const MAX_FILES: usize = 3000;
 
 /// The shared objects a distribution installed, from its `RECORD` (machine paths).
-fn shared_objects(root: &Root, pkg: &Package) -> Vec<PathBuf> {
-    let record = Path::new(&pkg.metadata).join("RECORD");
-    let Ok(text) = root.read_to_string_lossy(&record) else {
+fn shared_objects(root: &Root, records: &Records, pkg: &Package) -> Vec<PathBuf> {
+    let Some(files) = records.shared_objects(root, pkg) else {
         return Vec::new();
     };
     let site = Path::new(&pkg.location);
-    text.lines()
-        .filter_map(|l| l.split(',').next())
-        .filter(|f| {
-            let name = f.rsplit('/').next().unwrap_or(f);
-            (name.ends_with(".so") || name.contains(".so.")) && family(name).is_none()
-        })
+    files
+        .iter()
+        .filter(|f| family(f.rsplit('/').next().unwrap_or(f)).is_none())
         .map(|f| crate::root::lexical_normalize(&site.join(f)))
         .collect()
 }
@@ -81,6 +78,7 @@ fn major_from_name(s: &str) -> Option<u64> {
 /// variants of `runtime_major` count, and none when it is unknown (the evidence says why).
 pub(super) fn scan(
     root: &Root,
+    records: &Records,
     pkg: &Package,
     fw: &mut Framework,
     runtime_major: Option<u64>,
@@ -92,7 +90,7 @@ pub(super) fn scan(
     }
     // (object, its CUDA major, its wants)
     let mut objects: Vec<(PathBuf, Option<u64>, Vec<crate::snapshot::libs::Wanted>)> = Vec::new();
-    for so in shared_objects(root, pkg) {
+    for so in shared_objects(root, records, pkg) {
         if *budget >= MAX_FILES {
             break;
         }

@@ -25,6 +25,7 @@ pub mod strings;
 pub mod tensorflow;
 pub mod torch;
 
+use crate::probe::file_memo::FileMemo;
 use crate::probe::libs::elf;
 use crate::probe::libs::search::{Loader, Object};
 use crate::root::Root;
@@ -182,6 +183,8 @@ pub fn scan_python(
     loader: &Loader,
     python: &Python,
     world: &World,
+    records: &crate::probe::record::Records,
+    memo: &FileMemo,
     errors: &mut Vec<ProbeError>,
 ) -> Vec<Scan> {
     let py_path = PathBuf::from(&python.path);
@@ -203,6 +206,8 @@ pub fn scan_python(
         world,
         py_obj: &py_obj,
         nvidia_installed: &nvidia_installed,
+        records,
+        memo,
     };
     let mut extensions: Vec<&Package> = Vec::new();
     let mut out = Vec::new();
@@ -256,6 +261,10 @@ struct ScanContext<'a> {
     py_obj: &'a Object,
     /// The interpreter's installed nvidia-* wheels (`nvidia-cudnn-cu12==9.1.0.70`).
     nvidia_installed: &'a [String],
+    /// The distributions' `RECORD`s, shared with the `extensions` probe.
+    records: &'a crate::probe::record::Records,
+    /// Answers read out of large files, kept across runs.
+    memo: &'a FileMemo,
 }
 
 /// The facts every framework entry starts from: its package, version and requirements.
@@ -297,7 +306,7 @@ fn scan_framework(
     match kind {
         "tensorflow" => tensorflow::scan(root, dir, &mut fw, &mut scan, errors),
         "torch" => {
-            if let Some(plan) = torch::scan(root, dir, &mut fw, &mut scan, errors) {
+            if let Some(plan) = torch::scan(root, ctx.memo, dir, &mut fw, &mut scan, errors) {
                 if torch::plan_applies(&plan, root, ctx.loader, ctx.py_obj) {
                     fw.preloads = preload::resolve(root, &plan.specs, &ctx.world.sys_path);
                     preload::mark_foreign(&mut fw.preloads, site);
@@ -391,7 +400,15 @@ fn scan_extension(
 ) -> Option<Scan> {
     let site = PathBuf::from(&pkg.location);
     let mut fw = framework_base(ctx, pkg, "cuda-extension", &pkg.metadata);
-    if !extension::scan(ctx.root, pkg, &mut fw, runtime_major, budget, errors) {
+    if !extension::scan(
+        ctx.root,
+        ctx.records,
+        pkg,
+        &mut fw,
+        runtime_major,
+        budget,
+        errors,
+    ) {
         return None;
     }
     let mut scan = Scan {

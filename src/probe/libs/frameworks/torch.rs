@@ -21,6 +21,7 @@
 
 use super::preload::Spec;
 use super::{family, file_names, needed_of, py_value, read_text, strings, PyValue, Scan};
+use crate::probe::file_memo::FileMemo;
 use crate::probe::libs::elf;
 use crate::probe::libs::search::{Loader, Object, Requester};
 use crate::root::Root;
@@ -211,6 +212,7 @@ pub fn plan_applies(plan: &Plan, root: &Root, loader: &Loader, python: &Object) 
 /// Fill `fw` from a torch package directory `dir`; returns its preload plan.
 pub(super) fn scan(
     root: &Root,
+    memo: &FileMemo,
     dir: &Path,
     fw: &mut Framework,
     scan: &mut Scan,
@@ -233,7 +235,7 @@ pub(super) fn scan(
     }
     mark_lazy(fw, &loaded_at_import(root, dir, &lib_files));
     if fw.is_cuda_build != Some(false) {
-        read_arch_list(root, &lib, fw);
+        read_arch_list(root, memo, &lib, fw);
         read_build_cudnn(&lib_files, fw);
     }
     let init = dir.join("__init__.py");
@@ -334,10 +336,12 @@ fn entry_points(root: &Root, dir: &Path, lib_files: &[PathBuf]) -> Vec<PathBuf> 
 
 /// The architecture list, as `torch.cuda.get_arch_list()` reports it, from the text compiled
 /// into libtorch_python (else libtorch_cuda).
-fn read_arch_list(root: &Root, lib: &Path, fw: &mut Framework) {
+fn read_arch_list(root: &Root, memo: &FileMemo, lib: &Path, fw: &mut Framework) {
     for f in ["libtorch_python.so", "libtorch_cuda.so"] {
         let p = lib.join(f);
-        let found = strings::find_strings(root, &p, b"sm_", arch_byte, 512)
+        let read = || strings::find_strings(root, &p, b"sm_", arch_byte, 512);
+        let found = memo
+            .strings(root, &p, "strings sm_", read)
             .into_iter()
             .filter(|s| is_arch_list(s))
             .max_by_key(|s| s.len());
