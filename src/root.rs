@@ -20,6 +20,9 @@ use std::path::{Component, Path, PathBuf};
 /// Symlink hops followed before a path is declared a loop (the kernel's `MAXSYMLINKS` is 40).
 pub const MAX_SYMLINK_HOPS: usize = 40;
 
+/// Deepest path whose directories are resolved through the memo (real paths stay far below).
+const MEMO_DEPTH: usize = 64;
+
 /// Largest file the generic readers return, so a hostile or huge file cannot exhaust memory.
 pub const MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -187,8 +190,11 @@ impl Root {
             });
         }
         // The parent from the memo, then the last component: the same walk as from `/`, since
-        // after a directory's components the walk stands at that directory's real path.
-        if let (Some(parent), Some(name)) = (machine.parent(), machine.file_name()) {
+        // after a directory's components the walk stands at that directory's real path. Each
+        // level asks for its parent, so only paths of at most MEMO_DEPTH components do (a
+        // hostile `a/b/.../z` thousands deep is walked once from `/`, without recursion).
+        let shallow = machine.components().count() <= MEMO_DEPTH;
+        if let (Some(parent), Some(name), true) = (machine.parent(), machine.file_name(), shallow) {
             if parent.file_name().is_some() {
                 let dir = self.resolved_dir(parent)?;
                 return self.walk(machine, dir, vec![name.to_os_string()], must_exist);
@@ -667,6 +673,22 @@ mod tests {
             .read_to_string_lossy(Path::new("/usr/local/cuda/version.txt"))
             .unwrap();
         assert_eq!(text, "CUDA Version 11.1.74");
+    }
+
+    /// A path thousands of components deep (a fuzzed settings file named one) is walked, not
+    /// recursed through the directory memo: it answers on a small stack.
+    #[test]
+    fn a_path_thousands_deep_resolves_without_recursion() {
+        let t = tree();
+        let root = Root::new(t.path());
+        let deep = format!("/{}", vec!["s"; 5000].join("/"));
+        let res = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || root.canonicalize(Path::new(&deep)).map(|_| ()))
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert!(res.is_err_and(|e| e.is_not_found()));
     }
 
     #[test]
