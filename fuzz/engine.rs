@@ -358,12 +358,19 @@ pub fn run(t: &Target, seeds: &[Vec<u8>], budget: Budget, seed: u64, crash_dir: 
             }
         });
     }
-    // Panics are findings: keep their message, print nothing per input.
+    // Panics are findings: keep their message, print nothing per input. Only this thread's:
+    // the smoke test shares its process with other tests, whose panics keep their message.
     let last_panic: Arc<std::sync::Mutex<String>> = Arc::default();
-    let prev_hook = std::panic::take_hook();
+    let prev_hook: Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send> =
+        Arc::from(std::panic::take_hook());
     {
         let last = Arc::clone(&last_panic);
+        let prev = Arc::clone(&prev_hook);
+        let fuzzing = std::thread::current().id();
         std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().id() != fuzzing {
+                return prev(info);
+            }
             let loc = info
                 .location()
                 .map(|l| format!("{}:{}", l.file(), l.line()))
@@ -436,7 +443,7 @@ pub fn run(t: &Target, seeds: &[Vec<u8>], budget: Budget, seed: u64, crash_dir: 
     }
     CURRENT_PTR.store(std::ptr::null_mut(), Ordering::SeqCst);
     stop.store(true, Ordering::SeqCst);
-    std::panic::set_hook(prev_hook);
+    std::panic::set_hook(Box::new(move |info| prev_hook(info)));
     stats.elapsed = start.elapsed();
     stats
 }
