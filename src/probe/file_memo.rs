@@ -29,6 +29,8 @@ const MAX_ENTRY: usize = 4 << 20;
 pub struct FileMemo {
     dir: Option<PathBuf>,
     build: String,
+    /// Set once the directory has been pruned: once per run, not once per entry written.
+    pruned: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -59,6 +61,7 @@ impl FileMemo {
             (Some(dir), Some(exe)) => FileMemo {
                 dir: Some(dir),
                 build: format!("envdoctor {} {exe}", env!("CARGO_PKG_VERSION")),
+                pruned: Default::default(),
             },
             _ => FileMemo::off(),
         }
@@ -66,17 +69,6 @@ impl FileMemo {
 
     /// The answer to `question` about the file `machine_path` names (links followed in
     /// `root`): kept, or computed by `read` and kept.
-    pub fn strings(
-        &self,
-        root: &Root,
-        machine_path: &Path,
-        question: &str,
-        read: impl FnOnce() -> Vec<String>,
-    ) -> Vec<String> {
-        self.answer(root, machine_path, question, read)
-    }
-
-    /// [`FileMemo::strings`] for any answer that serialises.
     pub fn answer<T: Serialize + DeserializeOwned>(
         &self,
         root: &Root,
@@ -106,7 +98,9 @@ impl FileMemo {
         };
         if let Ok(json) = serde_json::to_vec(&entry) {
             write_entry(dir, &name, &json);
-            prune(dir, MAX_ENTRIES);
+            if !self.pruned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                prune(dir, MAX_ENTRIES);
+            }
         }
         entry.answer
     }
@@ -141,17 +135,17 @@ mod tests {
             reads.set(reads.get() + 1);
             vec![String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned()]
         };
-        let first = memo.strings(&root, &f, "q", scan);
-        assert_eq!(memo.strings(&root, &f, "q", scan), first);
+        let first = memo.answer(&root, &f, "q", scan);
+        assert_eq!(memo.answer(&root, &f, "q", scan), first);
         assert_eq!(reads.get(), 1, "the second answer came from the memo");
-        memo.strings(&root, &f, "another question", scan);
+        memo.answer(&root, &f, "another question", scan);
         assert_eq!(reads.get(), 2);
         std::thread::sleep(std::time::Duration::from_millis(10));
         std::fs::write(&f, b"libnvrtc-builtins.so.13.2\0").unwrap();
-        let after = memo.strings(&root, &f, "q", scan);
+        let after = memo.answer(&root, &f, "q", scan);
         assert_eq!(reads.get(), 3, "a rewritten file is read again");
         assert_ne!(after, first);
-        FileMemo::off().strings(&root, &f, "q", scan);
+        FileMemo::off().answer(&root, &f, "q", scan);
         assert_eq!(reads.get(), 4);
         let prefixed = FileMemo::for_run(&Root::new(t.path()), &Env::from_process(), true);
         assert!(prefixed.dir.is_none(), "--root never memoises");

@@ -86,12 +86,7 @@ impl Versions {
         let memo = &self.memo;
         self.seen
             .entry(path.to_path_buf())
-            .or_insert_with(|| {
-                let read = || tool_version(root, path).into_iter().collect();
-                memo.strings(root, path, "tool-version", read)
-                    .into_iter()
-                    .next()
-            })
+            .or_insert_with(|| memo.answer(root, path, "tool-version", || tool_version(root, path)))
             .clone()
     }
 }

@@ -115,7 +115,7 @@ struct Item {
 /// nvrtc's `libnvrtc-builtins.so.X.Y`, cuDNN's sub-libraries (`libcudnn_graph.so` + its major,
 /// named in `libcudnn.so.N` and `libcudnn_graph.so.N`).
 fn dlopen_names(root: &Root, memo: &FileMemo, soname: &str, real: &Path) -> Vec<String> {
-    memo.strings(root, real, &format!("dlopen-names {soname}"), || {
+    memo.answer(root, real, &format!("dlopen-names {soname}"), || {
         read_dlopen_names(root, soname, real)
     })
 }

@@ -341,7 +341,7 @@ fn read_arch_list(root: &Root, memo: &FileMemo, lib: &Path, fw: &mut Framework) 
         let p = lib.join(f);
         let read = || strings::find_strings(root, &p, b"sm_", arch_byte, 512);
         let found = memo
-            .strings(root, &p, "strings sm_", read)
+            .answer(root, &p, "strings sm_", read)
             .into_iter()
             .filter(|s| is_arch_list(s))
             .max_by_key(|s| s.len());
